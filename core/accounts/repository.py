@@ -1,0 +1,84 @@
+"""SQL for accounts, plans and API keys."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+
+from sqlalchemy import select, update
+from sqlalchemy.orm import Session
+
+from core.accounts.plans import PlanConfig
+from core.models import Account, ApiKey, Plan
+
+
+def upsert_plan(session: Session, config: PlanConfig) -> None:
+    plan = session.get(Plan, config.id) or Plan(id=config.id)
+    plan.tier = config.tier
+    plan.allows_video = config.allows_video
+    plan.max_inflight_images = config.max_inflight_images
+    plan.max_inflight_videos = config.max_inflight_videos
+    plan.daily_generation_cap = config.daily_generation_cap
+    session.add(plan)
+
+
+def get_plan(session: Session, plan_id: str) -> Plan | None:
+    return session.get(Plan, plan_id)
+
+
+def add_account(session: Session, email: str, plan_id: str) -> Account:
+    account = Account(email=email, plan_id=plan_id, credit_balance=0)
+    session.add(account)
+    session.flush()
+    return account
+
+
+def account_by_email(session: Session, email: str) -> Account | None:
+    return session.scalars(select(Account).where(Account.email == email)).first()
+
+
+def get_account(session: Session, account_id: str) -> Account | None:
+    return session.get(Account, account_id)
+
+
+def list_accounts(session: Session) -> Sequence[Account]:
+    return session.scalars(select(Account).order_by(Account.created_at, Account.id)).all()
+
+
+def add_key(
+    session: Session,
+    account_id: str,
+    name: str,
+    prefix: str,
+    key_hash: str,
+    expires_at: datetime | None,
+) -> ApiKey:
+    key = ApiKey(
+        account_id=account_id, name=name, prefix=prefix, key_hash=key_hash, expires_at=expires_at
+    )
+    session.add(key)
+    session.flush()
+    return key
+
+
+def keys_of(session: Session, account_id: str) -> Sequence[ApiKey]:
+    return session.scalars(
+        select(ApiKey).where(ApiKey.account_id == account_id).order_by(ApiKey.created_at)
+    ).all()
+
+
+def get_key(session: Session, key_id: str) -> ApiKey | None:
+    return session.get(ApiKey, key_id)
+
+
+def key_with_account(session: Session, key_hash: str) -> tuple[ApiKey, Account] | None:
+    row = session.execute(
+        select(ApiKey, Account)
+        .join(Account, Account.id == ApiKey.account_id)
+        .where(ApiKey.key_hash == key_hash)
+    ).first()
+    return (row[0], row[1]) if row else None
+
+
+def touch_key(session: Session, key_id: str, moment: datetime) -> None:
+    session.execute(update(ApiKey).where(ApiKey.id == key_id).values(last_used_at=moment))

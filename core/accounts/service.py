@@ -1,0 +1,138 @@
+"""Accounts and API keys: creation, key states, and turning a presented key into a caller."""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from core.accounts import repository
+from core.accounts.plans import DEFAULT_PLANS, PLAN_IDS
+from core.clock import utcnow
+from core.credits import service as credits
+from core.db import Database
+from core.models import Account, ApiKey, Plan
+
+KEY_PREFIX = "sfm_"
+KEY_STATES = ("active", "deactivated", "revoked")
+# last_used_at is a convenience, not an audit trail: write it at most once a minute per key.
+TOUCH_INTERVAL = timedelta(seconds=60)
+
+
+class AccountError(Exception):
+    """A management command that cannot be carried out; the message says why."""
+
+
+@dataclass(frozen=True)
+class Caller:
+    """Who an authenticated request acts for."""
+
+    account_id: str
+    api_key_id: str
+    email: str
+    plan_id: str
+
+
+@dataclass(frozen=True)
+class NewKey:
+    key: ApiKey
+    plaintext: str
+
+
+def hash_key(plaintext: str) -> str:
+    # Keys are 256-bit random secrets, so a fast hash is as strong as a slow one here.
+    return hashlib.sha256(plaintext.encode()).hexdigest()
+
+
+def sync_plans(db: Database) -> None:
+    with db.write() as session:
+        for plan in DEFAULT_PLANS:
+            repository.upsert_plan(session, plan)
+
+
+def create_account(db: Database, email: str, plan_id: str, credits_granted: int) -> Account:
+    email = email.strip().lower()
+    if plan_id not in PLAN_IDS:
+        raise AccountError(f"unknown plan {plan_id!r} (one of {', '.join(PLAN_IDS)})")
+    if credits_granted < 0:
+        raise AccountError("credits must not be negative")
+    with db.write() as session:
+        if repository.account_by_email(session, email) is not None:
+            raise AccountError(f"an account for {email} exists already")
+        account = repository.add_account(session, email, plan_id)
+        if credits_granted:
+            credits.grant(session, account.id, credits_granted, "initial grant")
+        return account
+
+
+def find_account(db: Database, email: str) -> Account:
+    with db.read() as session:
+        account = repository.account_by_email(session, email.strip().lower())
+    if account is None:
+        raise AccountError(f"no account for {email}")
+    return account
+
+
+def list_accounts(db: Database) -> list[Account]:
+    with db.read() as session:
+        return list(repository.list_accounts(session))
+
+
+def plan_of(db: Database, plan_id: str) -> Plan | None:
+    with db.read() as session:
+        return repository.get_plan(session, plan_id)
+
+
+def create_key(db: Database, email: str, name: str, expires_in_days: int | None) -> NewKey:
+    if not name.strip():
+        raise AccountError("a key needs a name")
+    if expires_in_days is not None and expires_in_days <= 0:
+        raise AccountError("--expires-in must be a positive number of days")
+    account = find_account(db, email)
+    plaintext = KEY_PREFIX + secrets.token_urlsafe(32)
+    expires_at = utcnow() + timedelta(days=expires_in_days) if expires_in_days else None
+    with db.write() as session:
+        key = repository.add_key(
+            session, account.id, name.strip(), plaintext[:10], hash_key(plaintext), expires_at
+        )
+    return NewKey(key=key, plaintext=plaintext)
+
+
+def list_keys(db: Database, email: str) -> list[ApiKey]:
+    account = find_account(db, email)
+    with db.read() as session:
+        return list(repository.keys_of(session, account.id))
+
+
+def set_key_state(db: Database, key_id: str, state: str) -> ApiKey:
+    if state not in KEY_STATES:
+        raise AccountError(f"unknown key state {state!r}")
+    with db.write() as session:
+        key = repository.get_key(session, key_id)
+        if key is None:
+            raise AccountError(f"no key {key_id}")
+        if key.state == "revoked" and state != "revoked":
+            raise AccountError("a revoked key stays revoked")
+        key.state = state
+        return key
+
+
+def authenticate(db: Database, plaintext: str | None, now: datetime | None = None) -> Caller | None:
+    """The caller a key belongs to, or None for a missing, unknown or unusable key."""
+    if not plaintext or not plaintext.startswith(KEY_PREFIX) or len(plaintext) > 200:
+        return None
+    now = now or utcnow()
+    with db.read() as session:
+        found = repository.key_with_account(session, hash_key(plaintext))
+    if found is None:
+        return None
+    key, account = found
+    if key.state != "active" or (key.expires_at is not None and key.expires_at <= now):
+        return None
+    if key.last_used_at is None or now - key.last_used_at > TOUCH_INTERVAL:
+        with db.write() as session:
+            repository.touch_key(session, key.id, now)
+    return Caller(
+        account_id=account.id, api_key_id=key.id, email=account.email, plan_id=account.plan_id
+    )

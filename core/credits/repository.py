@@ -1,0 +1,64 @@
+"""SQL for the credit ledger and the balance kept beside it."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from sqlalchemy import select, update
+from sqlalchemy.orm import Session
+
+from core.models import Account, CreditEntry
+
+
+def take(session: Session, account_id: str, amount: int) -> int | None:
+    """Subtract `amount` if the balance covers it, atomically; the new balance, or None."""
+    return session.execute(
+        update(Account)
+        .where(Account.id == account_id, Account.credit_balance >= amount)
+        .values(credit_balance=Account.credit_balance - amount)
+        .returning(Account.credit_balance)
+    ).scalar_one_or_none()
+
+
+def give(session: Session, account_id: str, amount: int) -> int:
+    return session.execute(
+        update(Account)
+        .where(Account.id == account_id)
+        .values(credit_balance=Account.credit_balance + amount)
+        .returning(Account.credit_balance)
+    ).scalar_one()
+
+
+def balance(session: Session, account_id: str) -> int:
+    return session.execute(
+        select(Account.credit_balance).where(Account.id == account_id)
+    ).scalar_one()
+
+
+def add_entry(
+    session: Session,
+    account_id: str,
+    kind: str,
+    amount: int,
+    balance_after: int,
+    job_id: str | None = None,
+    reason: str | None = None,
+) -> None:
+    session.add(
+        CreditEntry(
+            account_id=account_id,
+            job_id=job_id,
+            kind=kind,
+            amount=amount,
+            balance_after=balance_after,
+            reason=reason,
+        )
+    )
+
+
+def entries_of(session: Session, account_id: str) -> Sequence[CreditEntry]:
+    return session.scalars(
+        select(CreditEntry)
+        .where(CreditEntry.account_id == account_id)
+        .order_by(CreditEntry.created_at, CreditEntry.id)
+    ).all()

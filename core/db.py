@@ -1,0 +1,89 @@
+"""Engine, sessions and migrations: one `Database` per process, on SQLite or PostgreSQL."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from alembic import command
+from alembic.config import Config
+from sqlalchemy import Engine, create_engine, event, text
+from sqlalchemy.orm import Session, sessionmaker
+
+MIGRATIONS_DIR = Path(__file__).parent / "migrations"
+# Any fixed 64-bit number: the PostgreSQL advisory lock that serialises concurrent migrations.
+MIGRATION_LOCK_ID = 0x5F0A7011
+
+
+def _prepare_sqlite(engine: Engine) -> None:
+    """WAL for concurrent readers, a busy timeout for writers, and explicit BEGINs.
+
+    Write transactions begin IMMEDIATE so that two writers queue on the lock instead of failing
+    with SQLITE_BUSY when both upgrade from a read to a write.
+    """
+
+    @event.listens_for(engine, "connect")
+    def _on_connect(dbapi_connection: Any, _record: Any) -> None:
+        dbapi_connection.isolation_level = None
+        cursor = dbapi_connection.cursor()
+        cursor.execute("PRAGMA journal_mode=WAL")
+        cursor.execute("PRAGMA synchronous=NORMAL")
+        cursor.execute("PRAGMA foreign_keys=ON")
+        cursor.execute("PRAGMA busy_timeout=30000")
+        cursor.close()
+
+    @event.listens_for(engine, "begin")
+    def _on_begin(connection: Any) -> None:
+        connection.exec_driver_sql(connection.get_execution_options().get("sqlite_begin", "BEGIN"))
+
+
+class Database:
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self.is_sqlite = url.startswith("sqlite")
+        if self.is_sqlite:
+            self.engine = create_engine(
+                url, connect_args={"check_same_thread": False, "timeout": 30}, pool_size=20
+            )
+            _prepare_sqlite(self.engine)
+            write_engine: Engine = self.engine.execution_options(sqlite_begin="BEGIN IMMEDIATE")
+        else:
+            self.engine = create_engine(url, pool_size=20, max_overflow=20, pool_pre_ping=True)
+            write_engine = self.engine
+        self._reader = sessionmaker(self.engine, expire_on_commit=False)
+        self._writer = sessionmaker(write_engine, expire_on_commit=False)
+
+    @contextmanager
+    def read(self) -> Iterator[Session]:
+        with self._reader() as session:
+            yield session
+
+    @contextmanager
+    def write(self) -> Iterator[Session]:
+        """One transaction: committed on success, rolled back on any exception."""
+        with self._writer() as session, session.begin():
+            yield session
+
+    def migrate(self) -> None:
+        """Bring the schema to the newest Alembic revision (safe to run from many processes)."""
+        config = Config()
+        config.set_main_option("script_location", str(MIGRATIONS_DIR))
+        with self.engine.connect() as connection:
+            if not self.is_sqlite:
+                connection.execute(text("SELECT pg_advisory_lock(:id)"), {"id": MIGRATION_LOCK_ID})
+                connection.commit()
+            try:
+                config.attributes["connection"] = connection
+                command.upgrade(config, "head")
+                connection.commit()
+            finally:
+                if not self.is_sqlite:
+                    connection.execute(
+                        text("SELECT pg_advisory_unlock(:id)"), {"id": MIGRATION_LOCK_ID}
+                    )
+                    connection.commit()
+
+    def dispose(self) -> None:
+        self.engine.dispose()

@@ -1,0 +1,159 @@
+"""SQL for jobs: inserts, reads, keyset pages and the compare-and-set transitions."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import and_, or_, select, update
+from sqlalchemy.orm import Session
+
+from core.models import Job, Media
+
+NON_TERMINAL = ("pending", "processing")
+
+
+def add(session: Session, job: Job) -> Job:
+    session.add(job)
+    session.flush()
+    return job
+
+
+def get(session: Session, job_id: str, *, for_update: bool = False) -> Job | None:
+    query = select(Job).where(Job.id == job_id)
+    if for_update:
+        query = query.with_for_update()
+    return session.scalars(query).first()
+
+
+def get_owned(session: Session, job_id: str, account_id: str) -> Job | None:
+    return session.scalars(
+        select(Job).where(Job.id == job_id, Job.account_id == account_id)
+    ).first()
+
+
+def page(
+    session: Session,
+    account_id: str,
+    types: Sequence[str],
+    status: str | None,
+    after: tuple[datetime, str] | None,
+    limit: int,
+) -> Sequence[Job]:
+    """Newest first, keyset on (created_at, id): stable under inserts, never OFFSET."""
+    query = select(Job).where(Job.account_id == account_id, Job.type.in_(types))
+    if status is not None:
+        query = query.where(Job.status == status)
+    if after is not None:
+        created_at, job_id = after
+        query = query.where(
+            or_(Job.created_at < created_at, and_(Job.created_at == created_at, Job.id < job_id))
+        )
+    return session.scalars(query.order_by(Job.created_at.desc(), Job.id.desc()).limit(limit)).all()
+
+
+def mark_dispatched(
+    session: Session, job_id: str, expected: datetime | None, moment: datetime | None
+) -> bool:
+    """Move `dispatched_at` from `expected` to `moment` if nobody else moved it first."""
+    condition = Job.dispatched_at.is_(None) if expected is None else Job.dispatched_at == expected
+    result = session.execute(
+        update(Job)
+        .where(Job.id == job_id, Job.status == "pending", condition)
+        .values(dispatched_at=moment)
+    )
+    return bool(result.rowcount)  # type: ignore[attr-defined]
+
+
+def claim(
+    session: Session, job_id: str, token: str, moment: datetime, lease_until: datetime
+) -> bool:
+    """pending -> processing; a redelivered or duplicated task finds nothing to claim."""
+    result = session.execute(
+        update(Job)
+        .where(Job.id == job_id, Job.status == "pending")
+        .values(
+            status="processing",
+            claim_token=token,
+            attempts=Job.attempts + 1,
+            started_at=moment,
+            lease_expires_at=lease_until,
+        )
+    )
+    return bool(result.rowcount)  # type: ignore[attr-defined]
+
+
+def renew_lease(
+    session: Session, job_id: str, token: str, lease_until: datetime, progress: float
+) -> bool:
+    result = session.execute(
+        update(Job)
+        .where(Job.id == job_id, Job.claim_token == token, Job.status == "processing")
+        .values(lease_expires_at=lease_until, progress=progress)
+    )
+    return bool(result.rowcount)  # type: ignore[attr-defined]
+
+
+def transition(
+    session: Session, job_id: str, from_status: str, token: str | None, **values: Any
+) -> bool:
+    """Compare-and-set from `from_status` (and, when given, the holder of the claim)."""
+    conditions = [Job.id == job_id, Job.status == from_status]
+    if token is not None:
+        conditions.append(Job.claim_token == token)
+    result = session.execute(update(Job).where(*conditions).values(**values))
+    return bool(result.rowcount)  # type: ignore[attr-defined]
+
+
+def undispatched(session: Session, created_before: datetime, limit: int) -> Sequence[Job]:
+    return session.scalars(
+        select(Job)
+        .where(
+            Job.status == "pending", Job.dispatched_at.is_(None), Job.created_at < created_before
+        )
+        .order_by(Job.created_at)
+        .limit(limit)
+    ).all()
+
+
+def dispatched_but_unclaimed(
+    session: Session, dispatched_before: datetime, limit: int
+) -> Sequence[Job]:
+    return session.scalars(
+        select(Job)
+        .where(Job.status == "pending", Job.dispatched_at < dispatched_before)
+        .order_by(Job.created_at)
+        .limit(limit)
+    ).all()
+
+
+def lapsed_leases(session: Session, moment: datetime, limit: int) -> Sequence[Job]:
+    return session.scalars(
+        select(Job)
+        .where(Job.status == "processing", Job.lease_expires_at < moment)
+        .order_by(Job.created_at)
+        .limit(limit)
+    ).all()
+
+
+def orphan_all_in_flight(session: Session, lapsed_at: datetime) -> None:
+    """After an embedded restart nothing holds a job: every in-flight one is published anew."""
+    session.execute(update(Job).where(Job.status == "pending").values(dispatched_at=None))
+    session.execute(
+        update(Job).where(Job.status == "processing").values(lease_expires_at=lapsed_at)
+    )
+
+
+def add_media(session: Session, media: Sequence[Media]) -> None:
+    session.add_all(media)
+
+
+def requeue_lapsed(session: Session, job_id: str, moment: datetime) -> bool:
+    """processing with a lapsed lease -> pending, taking the claim from the lost worker."""
+    result = session.execute(
+        update(Job)
+        .where(Job.id == job_id, Job.status == "processing", Job.lease_expires_at < moment)
+        .values(status="pending", claim_token=None, lease_expires_at=None, dispatched_at=None)
+    )
+    return bool(result.rowcount)  # type: ignore[attr-defined]

@@ -1,0 +1,31 @@
+"""The one keyset-pagination helper: opaque cursors over (created_at, id), newest first."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from datetime import datetime
+
+from core.ids import parse_uuid
+
+
+class BadCursor(ValueError):
+    pass
+
+
+def encode_cursor(created_at: datetime, item_id: str) -> str:
+    raw = f"{created_at.isoformat()}|{item_id}".encode()
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def decode_cursor(cursor: str) -> tuple[datetime, str]:
+    try:
+        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode()
+        moment, _, item_id = raw.partition("|")
+        created_at = datetime.fromisoformat(moment)
+    except (binascii.Error, UnicodeDecodeError, ValueError) as error:
+        raise BadCursor("not a cursor this service issued") from error
+    canonical = parse_uuid(item_id)
+    if canonical is None or created_at.tzinfo is None:
+        raise BadCursor("not a cursor this service issued")
+    return created_at, canonical

@@ -1,0 +1,28 @@
+"""The shared services one process builds once from its settings."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from core.db import Database
+from core.events import JobEvents, job_events_for
+from core.settings import Settings
+from core.storage import Storage, storage_from_settings
+
+
+@dataclass
+class Services:
+    settings: Settings
+    db: Database
+    storage: Storage
+    events: JobEvents
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> Services:
+        settings.ensure_data_dir()
+        return cls(
+            settings=settings,
+            db=Database(settings.resolved_database_url),
+            storage=storage_from_settings(settings),
+            events=job_events_for(settings.broker_url, settings.namespace),
+        )

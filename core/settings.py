@@ -1,0 +1,92 @@
+"""Runtime configuration, read from `SFUMATO_*` environment variables.
+
+The mode of the service (embedded or distributed) is nothing but these settings: a database URL,
+a broker URL and a storage URL. Defaults give the embedded mode under the data directory.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="SFUMATO_", extra="ignore")
+
+    data_dir: Path = Path("./data")
+    database_url: str | None = None
+    broker_url: str = "memory://"
+    storage_url: str | None = None
+    # Namespaces Redis pub/sub channels and keys so several deployments can share one Redis.
+    namespace: str = "sfumato"
+    # Signs storage URLs; generated into the data dir on first start when not given.
+    secret_key: str | None = None
+
+    wait_seconds: float = Field(default=55.0, gt=0)
+    image_concurrency: int = Field(default=2, ge=1)
+    video_concurrency: int = Field(default=1, ge=1)
+    style_concurrency: int = Field(default=1, ge=1)
+
+    # A claimed job whose worker stops renewing its lease for this long is handed out again.
+    lease_seconds: float = Field(default=30.0, gt=0)
+    max_attempts: int = Field(default=3, ge=1)
+    sweep_interval_seconds: float = Field(default=5.0, gt=0)
+    # A job committed this long ago but never published was orphaned by a crash or a broker
+    # outage between commit and publish; younger ones are still being published by their request.
+    dispatch_grace_seconds: float = Field(default=10.0, gt=0)
+    # A pending job published this long ago and still unclaimed is published again (the broker
+    # may have lost it); a duplicate delivery is harmless because claims are compare-and-set.
+    republish_after_seconds: float = Field(default=300.0, gt=0)
+    # Celery's redelivery window for unacknowledged messages; above the longest job.
+    visibility_timeout_seconds: int = Field(default=7200, ge=60)
+    broker_polling_interval: float = Field(default=0.005, gt=0)
+
+    # Operation -> "module:Class" pipeline overrides, e.g. "generate=pkg.mod:Pipeline".
+    pipelines: str = ""
+    signed_url_seconds: int = Field(default=7 * 24 * 3600, ge=60)
+    max_body_bytes: int = 64 * 1024
+
+    @property
+    def resolved_database_url(self) -> str:
+        if self.database_url:
+            return self.database_url
+        return f"sqlite:///{(self.data_dir / 'sfumato.db').resolve()}"
+
+    @property
+    def uses_redis(self) -> bool:
+        return self.broker_url.startswith(("redis://", "rediss://"))
+
+    @property
+    def embedded_broker(self) -> bool:
+        return self.broker_url.startswith("memory://")
+
+    def pipeline_overrides(self) -> dict[str, str]:
+        overrides: dict[str, str] = {}
+        for item in filter(None, (part.strip() for part in self.pipelines.split(","))):
+            operation, _, target = item.partition("=")
+            overrides[operation.strip()] = target.strip()
+        return overrides
+
+    def ensure_data_dir(self) -> Path:
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        return self.data_dir
+
+    def signing_key(self) -> bytes:
+        """The secret behind signed storage URLs, created once per data dir if not configured."""
+        if self.secret_key:
+            return self.secret_key.encode()
+        path = self.ensure_data_dir() / "secret-key"
+        if not path.exists():
+            import secrets
+
+            path.write_text(secrets.token_hex(32))
+            path.chmod(0o600)
+        return path.read_text().strip().encode()
+
+
+@lru_cache(maxsize=1)
+def get_settings() -> Settings:
+    return Settings()

@@ -1,0 +1,108 @@
+"""The application factory: routers under `/v1`, middleware, errors and the lifespan."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import AsyncIterator
+
+import anyio
+from fastapi import FastAPI
+
+from core.services import Services
+from gateway import files
+from gateway.account.router import router as account_router
+from gateway.errors import install_error_handlers
+from gateway.images.router import router as images_router
+from gateway.jobs.router import router as jobs_router
+from gateway.middleware import AuthMiddleware, BodyLimitMiddleware
+from gateway.openapi import install_openapi
+from gateway.runtime import Gateway
+from gateway.styles.router import router as styles_router
+from gateway.uploads.router import router as uploads_router
+from gateway.videos.router import router as videos_router
+from pipelines.registry import PipelineRegistry
+from workers.celery_app import make_celery
+from workers.dispatch import Dispatcher
+from workers.embedded import EmbeddedWorkers
+from workers.runner import JobRunner
+
+log = logging.getLogger(__name__)
+
+
+def build_gateway(services: Services, run_workers: bool) -> Gateway:
+    settings = services.settings
+    dispatcher = Dispatcher(services, make_celery(settings))
+    workers = None
+    if run_workers:
+        runner = JobRunner(services, PipelineRegistry(settings.pipeline_overrides()))
+        workers = EmbeddedWorkers(
+            services,
+            runner,
+            {
+                "image": settings.image_concurrency,
+                "video": settings.video_concurrency,
+                "style": settings.style_concurrency,
+            },
+        )
+    return Gateway(services=services, dispatcher=dispatcher, embedded_workers=workers)
+
+
+async def _sweep_forever(gateway: Gateway) -> None:
+    interval = gateway.services.settings.sweep_interval_seconds
+    while True:
+        await asyncio.sleep(interval)
+        try:
+            await anyio.to_thread.run_sync(gateway.dispatcher.sweep)
+        except Exception:
+            log.exception("dispatcher sweep failed; next pass in %.0fs", interval)
+
+
+def create_app(gateway: Gateway) -> FastAPI:
+    @contextlib.asynccontextmanager
+    async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
+        await gateway.services.events.start()
+        workers = gateway.embedded_workers
+        if workers is not None:
+            if gateway.services.settings.embedded_broker:
+                recovered = await anyio.to_thread.run_sync(gateway.dispatcher.recover_after_restart)
+                if recovered:
+                    log.info("republished %d jobs left in flight by the last run", recovered)
+            await anyio.to_thread.run_sync(workers.start)
+        await anyio.to_thread.run_sync(gateway.dispatcher.sweep)
+        sweeper = asyncio.create_task(_sweep_forever(gateway), name="dispatcher-sweep")
+        try:
+            yield
+        finally:
+            sweeper.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await sweeper
+            if workers is not None:
+                await anyio.to_thread.run_sync(workers.stop)
+            await gateway.services.events.stop()
+
+    app = FastAPI(
+        title="Sfumato",
+        version="v1",
+        openapi_url="/v1/openapi.json",
+        docs_url="/docs",
+        redoc_url=None,
+        lifespan=lifespan,
+    )
+    app.state.gateway = gateway
+    for router in (
+        images_router,
+        videos_router,
+        jobs_router,
+        styles_router,
+        uploads_router,
+        account_router,
+    ):
+        app.include_router(router, prefix="/v1")
+    app.include_router(files.router)
+    install_error_handlers(app)
+    install_openapi(app)
+    app.add_middleware(AuthMiddleware, gateway=gateway)
+    app.add_middleware(BodyLimitMiddleware, max_bytes=gateway.services.settings.max_body_bytes)
+    return app

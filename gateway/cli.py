@@ -1,0 +1,238 @@
+"""`sfumato`: serve, run a worker, migrate, and manage accounts and keys."""
+
+from __future__ import annotations
+
+import logging
+import socket
+from typing import Annotated
+
+import typer
+
+from core.accounts import service as accounts
+from core.accounts.plans import PLAN_IDS
+from core.services import Services
+from core.settings import Settings
+from workers.queues import QUEUES
+
+app = typer.Typer(help="Sfumato: self-hostable image and video generation.", no_args_is_help=True)
+accounts_app = typer.Typer(help="Accounts and credits.", no_args_is_help=True)
+keys_app = typer.Typer(help="API keys.", no_args_is_help=True)
+app.add_typer(accounts_app, name="accounts")
+app.add_typer(keys_app, name="keys")
+
+DEMO_EMAIL = "demo@sfumato.local"
+DEMO_KEY_FILE = "demo-api-key"
+
+
+def _services(migrate: bool = True) -> Services:
+    services = Services.from_settings(Settings())
+    if migrate:
+        services.db.migrate()
+        accounts.sync_plans(services.db)
+    return services
+
+
+def _fail(message: str) -> None:
+    typer.echo(f"error: {message}", err=True)
+    raise typer.Exit(code=1)
+
+
+def _logging(level: str) -> None:
+    logging.basicConfig(
+        level=level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
+
+
+@app.command()
+def migrate() -> None:
+    """Apply the database migrations (serve and worker do this at start too)."""
+    _services()
+    typer.echo("database is up to date")
+
+
+@app.command()
+def serve(
+    host: str = "127.0.0.1",
+    port: int = 8000,
+    no_workers: Annotated[
+        bool, typer.Option("--no-workers", help="Only the gateway; workers run elsewhere.")
+    ] = False,
+    log_level: str = "info",
+) -> None:
+    """Run the HTTP gateway; in embedded mode also one worker per queue in this process."""
+    import uvicorn
+
+    from gateway.app import build_gateway, create_app
+
+    _logging(log_level)
+    services = _services()
+    embedded = services.settings.embedded_broker
+    if no_workers and embedded:
+        _fail("--no-workers needs a shared broker (SFUMATO_BROKER_URL=redis://...)")
+    if not embedded and not no_workers:
+        # Celery workers sharing uvicorn's process misbehave on Redis: they run on their own.
+        logging.getLogger(__name__).info(
+            "distributed mode: jobs run in `sfumato worker --queue image|video|style` processes"
+        )
+    gateway = build_gateway(services, run_workers=embedded and not no_workers)
+    config = uvicorn.Config(
+        create_app(gateway),
+        host=host,
+        port=port,
+        log_level=log_level,
+        timeout_graceful_shutdown=10,
+        access_log=False,
+    )
+    uvicorn.Server(config).run()
+
+
+@app.command()
+def worker(
+    queue: Annotated[str, typer.Option(help="image, video or style")],
+    concurrency: Annotated[int | None, typer.Option(min=1)] = None,
+    log_level: str = "info",
+) -> None:
+    """A Celery worker for one queue (distributed mode); SIGTERM finishes the running jobs."""
+    from pipelines.registry import PipelineRegistry
+    from workers.celery_app import make_celery
+    from workers.runner import JobRunner
+
+    if queue not in QUEUES:
+        _fail(f"unknown queue {queue!r} (one of {', '.join(QUEUES)})")
+    _logging(log_level)
+    services = _services()
+    settings = services.settings
+    if settings.embedded_broker:
+        _fail("a separate worker needs a shared broker (SFUMATO_BROKER_URL=redis://...)")
+    threads = concurrency or getattr(settings, f"{queue}_concurrency")
+    runner = JobRunner(services, PipelineRegistry(settings.pipeline_overrides()))
+    runner.warm_up([queue])
+    celery = make_celery(settings, runner=runner)
+    celery.set_default()
+    celery.Worker(
+        queues=[queue],
+        concurrency=threads,
+        pool_cls="workers.pool:AppThreadPool",
+        hostname=f"{queue}@{socket.gethostname()}",
+        without_mingle=True,
+        without_gossip=True,
+        loglevel=log_level.upper(),
+    ).start()
+
+
+@app.command()
+def demo() -> None:
+    """Make sure a demo account and key exist and print the key (used by `make run`)."""
+    services = _services()
+    key_file = services.settings.ensure_data_dir() / DEMO_KEY_FILE
+    key = key_file.read_text().strip() if key_file.exists() else ""
+    if not key or accounts.authenticate(services.db, key) is None:
+        try:
+            accounts.find_account(services.db, DEMO_EMAIL)
+        except accounts.AccountError:
+            accounts.create_account(services.db, DEMO_EMAIL, "pro", 1000)
+        key = accounts.create_key(services.db, DEMO_EMAIL, "demo", None).plaintext
+        key_file.write_text(key + "\n")
+        key_file.chmod(0o600)
+    typer.echo(f"Demo API key ({DEMO_EMAIL}, kept in {key_file}):\n\n  {key}\n")
+    typer.echo("Try:\n")
+    typer.echo(
+        "  curl -s -X POST http://127.0.0.1:8000/v1/images/generate \\\n"
+        f"    -H 'x-api-key: {key}' -H 'content-type: application/json' \\\n"
+        '    -d \'{"prompt": "a calm blue sea at dawn"}\'\n'
+    )
+
+
+@accounts_app.command("create")
+def accounts_create(
+    email: str,
+    plan: Annotated[str, typer.Option(help=" | ".join(PLAN_IDS))] = "free",
+    credits: Annotated[int, typer.Option(min=0)] = 0,
+) -> None:
+    """Create an account."""
+    try:
+        account = accounts.create_account(_services().db, email, plan, credits)
+    except accounts.AccountError as error:
+        _fail(str(error))
+        return
+    typer.echo(f"{account.id}  {account.email}  plan={account.plan_id}  credits={credits}")
+
+
+@accounts_app.command("list")
+def accounts_list() -> None:
+    """List accounts."""
+    for account in accounts.list_accounts(_services().db):
+        typer.echo(
+            f"{account.id}  {account.email}  plan={account.plan_id}  "
+            f"credits={account.credit_balance}"
+        )
+
+
+@keys_app.command("create")
+def keys_create(
+    email: str,
+    name: Annotated[str, typer.Option(help="What the key is for")],
+    expires_in: Annotated[
+        int | None, typer.Option("--expires-in", help="Days until the key expires")
+    ] = None,
+) -> None:
+    """Create a key; its plaintext is the last line printed, and is never shown again."""
+    try:
+        new = accounts.create_key(_services().db, email, name, expires_in)
+    except accounts.AccountError as error:
+        _fail(str(error))
+        return
+    expiry = new.key.expires_at.isoformat() if new.key.expires_at else "never"
+    typer.echo(f"key id {new.key.id} ({new.key.name}), expires {expiry}")
+    typer.echo(new.plaintext)
+
+
+@keys_app.command("list")
+def keys_list(email: str) -> None:
+    """List an account's keys (never their secrets)."""
+    try:
+        keys = accounts.list_keys(_services().db, email)
+    except accounts.AccountError as error:
+        _fail(str(error))
+        return
+    for key in keys:
+        expiry = key.expires_at.isoformat() if key.expires_at else "never"
+        used = key.last_used_at.isoformat() if key.last_used_at else "never"
+        typer.echo(
+            f"{key.id}  {key.prefix}...  {key.name}  {key.state}  expires={expiry}  used={used}"
+        )
+
+
+def _set_state(key_id: str, state: str) -> None:
+    try:
+        key = accounts.set_key_state(_services().db, key_id, state)
+    except accounts.AccountError as error:
+        _fail(str(error))
+        return
+    typer.echo(f"{key.id}  {key.state}")
+
+
+@keys_app.command("deactivate")
+def keys_deactivate(key_id: str) -> None:
+    """Refuse the key from the next request on (it can be activated again)."""
+    _set_state(key_id, "deactivated")
+
+
+@keys_app.command("activate")
+def keys_activate(key_id: str) -> None:
+    """Accept a deactivated key again."""
+    _set_state(key_id, "active")
+
+
+@keys_app.command("revoke")
+def keys_revoke(key_id: str) -> None:
+    """Refuse the key for good."""
+    _set_state(key_id, "revoked")
+
+
+def main() -> None:
+    app()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,121 @@
+"""Building blocks of the contract schemas shared by every resource."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from fastapi.routing import APIRoute
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+
+
+class RequestModel(BaseModel):
+    """A request body: unknown fields are errors (a typo must not pass silently), types strict."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+
+class ResponseModel(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+Prompt = Annotated[str, StringConstraints(min_length=1, max_length=2000)]
+NegativePrompt = Annotated[str, StringConstraints(max_length=1000)]
+ReferenceImage = Annotated[str, StringConstraints(min_length=1, max_length=2048)]
+UUIDString = Annotated[
+    str,
+    StringConstraints(
+        pattern=r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$"
+    ),
+    Field(json_schema_extra={"format": "uuid"}),
+]
+
+JobType = Literal["image.generate", "image.edit", "video.generate", "style.extract"]
+JobStatus = Literal["pending", "processing", "completed", "failed"]
+
+
+class ErrorBody(ResponseModel):
+    code: str | None = None
+    message: str
+    details: dict[str, Any] | None = None
+
+
+class ErrorEnvelope(ResponseModel):
+    error: ErrorBody
+
+
+class ResultImage(ResponseModel):
+    id: str
+    url: str
+    width: int
+    height: int
+
+
+class ResultVideo(ResponseModel):
+    id: str
+    url: str
+    durationSeconds: float
+    thumbnailUrl: str | None
+    width: int
+    height: int
+
+
+class ResultStyle(ResponseModel):
+    id: str
+
+
+class JobResult(ResponseModel):
+    images: list[ResultImage] | None = None
+    video: ResultVideo | None = None
+    style: ResultStyle | None = None
+
+
+class JobError(ResponseModel):
+    code: Literal["GENERATION_FAILED"]
+    message: str
+
+
+class Job(ResponseModel):
+    id: str = Field(json_schema_extra={"format": "uuid"})
+    type: JobType
+    status: JobStatus
+    createdAt: str = Field(json_schema_extra={"format": "date-time"})
+    result: JobResult | None = None
+    error: JobError | None = None
+
+
+class JobEnvelope(ResponseModel):
+    data: Job
+
+
+class JobPage(ResponseModel):
+    data: list[Job]
+    nextCursor: str | None
+
+
+ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
+    status: {"model": ErrorEnvelope, "description": description}
+    for status, description in {
+        400: "Invalid input (VALIDATION_ERROR)",
+        401: "Missing or invalid API key (UNAUTHORIZED)",
+        404: "Not found (NOT_FOUND)",
+        429: "Rate or usage limit (RATE_LIMIT_ERROR, USAGE_LIMIT_EXCEEDED, ...)",
+        500: "Server failure (INTERNAL_ERROR)",
+    }.items()
+}
+CREATE_ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
+    **ERROR_RESPONSES,
+    402: {"model": ErrorEnvelope, "description": "INSUFFICIENT_CREDITS or SUBSCRIPTION_REQUIRED"},
+    422: {"model": ErrorEnvelope, "description": "IDEMPOTENCY_KEY_REUSED"},
+}
+NOT_YET_RESPONSES: dict[int | str, dict[str, Any]] = {
+    501: {"model": ErrorEnvelope, "description": "Not implemented in this release yet"},
+}
+
+
+class ContractRoute(APIRoute):
+    """Responses keep exactly the fields the handler set: `result` and `error` appear only when
+    there is one, while a `thumbnailUrl` that is not there yet still shows as null."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs["response_model_exclude_unset"] = True
+        super().__init__(*args, **kwargs)

@@ -1,0 +1,170 @@
+"""The one error envelope: `{"error": {"code", "message", "details"}}` for every non-2xx."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+log = logging.getLogger(__name__)
+
+STATUS_CODES = {
+    400: "VALIDATION_ERROR",
+    401: "UNAUTHORIZED",
+    402: "INSUFFICIENT_CREDITS",
+    403: "FORBIDDEN",
+    404: "NOT_FOUND",
+    405: "METHOD_NOT_ALLOWED",
+    409: "CONFLICT",
+    413: "PAYLOAD_TOO_LARGE",
+    415: "UNSUPPORTED_MEDIA_TYPE",
+    422: "IDEMPOTENCY_KEY_REUSED",
+    429: "RATE_LIMIT_ERROR",
+    500: "INTERNAL_ERROR",
+    501: "NOT_IMPLEMENTED",
+    503: "SERVICE_UNAVAILABLE",
+}
+
+
+class ApiError(Exception):
+    def __init__(
+        self,
+        status: int,
+        code: str,
+        message: str,
+        details: Mapping[str, Any] | None = None,
+        headers: Mapping[str, str] | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.status = status
+        self.code = code
+        self.message = message
+        self.details = dict(details) if details is not None else None
+        self.headers = dict(headers or {})
+
+
+def not_found(what: str = "Resource") -> ApiError:
+    return ApiError(404, "NOT_FOUND", f"{what} not found")
+
+
+def unauthorized() -> ApiError:
+    return ApiError(401, "UNAUTHORIZED", "Invalid API key")
+
+
+def validation_error(details: Mapping[str, str], message: str = "Invalid request") -> ApiError:
+    return ApiError(400, "VALIDATION_ERROR", message, details)
+
+
+def envelope(code: str, message: str, details: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    return {"error": {"code": code, "message": message, "details": details}}
+
+
+def error_response(error: ApiError) -> JSONResponse:
+    return JSONResponse(
+        envelope(error.code, error.message, error.details),
+        status_code=error.status,
+        headers=error.headers,
+    )
+
+
+def field_path(location: tuple[Any, ...]) -> str:
+    """('body', 'references', 2) -> 'references[2]'; ('query', 'limit') -> 'limit'."""
+    parts = list(
+        location[1:]
+        if location and location[0] in ("body", "query", "path", "header")
+        else location
+    )
+    path = ""
+    for part in parts:
+        if isinstance(part, int):
+            path += f"[{part}]"
+        else:
+            path += f".{part}" if path else str(part)
+    return path or "body"
+
+
+def _number(value: Any) -> Any:
+    """15.0 -> 15, so bounds read as the spec writes them."""
+    return int(value) if isinstance(value, float) and value.is_integer() else value
+
+
+def _reason(error: Mapping[str, Any]) -> str:
+    kind = error.get("type", "")
+    ctx = error.get("ctx") or {}
+    if kind == "missing":
+        return "is required"
+    if kind == "extra_forbidden":
+        return "is not a known field"
+    if kind == "json_invalid":
+        return "is not valid JSON"
+    if kind in ("model_type", "model_attributes_type", "dict_type"):
+        return "must be a JSON object"
+    if kind == "string_too_short":
+        return f"must be at least {ctx.get('min_length')} character(s)"
+    if kind == "string_too_long":
+        return f"must be at most {ctx.get('max_length')} characters"
+    if kind == "too_long":
+        return f"must have at most {ctx.get('max_length')} items"
+    if kind == "too_short":
+        return f"must have at least {ctx.get('min_length')} items"
+    if kind in ("greater_than_equal", "greater_than"):
+        bound = _number(ctx.get("ge", ctx.get("gt")))
+        return f"must be {'at least' if kind == 'greater_than_equal' else 'greater than'} {bound}"
+    if kind in ("less_than_equal", "less_than"):
+        bound = _number(ctx.get("le", ctx.get("lt")))
+        return f"must be {'at most' if kind == 'less_than_equal' else 'less than'} {bound}"
+    if kind == "literal_error":
+        return f"must be one of {ctx.get('expected')}"
+    if kind in ("string_type", "str_type"):
+        return "must be a string"
+    if kind in ("int_type", "int_parsing", "int_from_float"):
+        return "must be an integer"
+    if kind in ("float_type", "float_parsing"):
+        return "must be a number"
+    if kind in ("bool_type", "bool_parsing"):
+        return "must be true or false"
+    if kind == "list_type":
+        return "must be an array"
+    if kind == "string_pattern_mismatch":
+        return "has an invalid format"
+    if kind == "uuid_parsing" or kind == "uuid_type":
+        return "must be a UUID"
+    message = str(error.get("msg", "is invalid"))
+    return message.removeprefix("Value error, ")
+
+
+def validation_details(errors: list[Any]) -> dict[str, str]:
+    details: dict[str, str] = {}
+    for error in errors:
+        details.setdefault(field_path(tuple(error.get("loc", ()))), _reason(error))
+    return details
+
+
+def install_error_handlers(app: FastAPI) -> None:
+    @app.exception_handler(ApiError)
+    async def _api_error(_request: Request, error: ApiError) -> JSONResponse:
+        return error_response(error)
+
+    @app.exception_handler(RequestValidationError)
+    async def _invalid(_request: Request, error: RequestValidationError) -> JSONResponse:
+        return error_response(validation_error(validation_details(list(error.errors()))))
+
+    @app.exception_handler(StarletteHTTPException)
+    async def _http(_request: Request, error: StarletteHTTPException) -> JSONResponse:
+        code = STATUS_CODES.get(error.status_code, "ERROR")
+        message = {404: "Not found", 405: "Method not allowed"}.get(
+            error.status_code, str(error.detail)
+        )
+        return JSONResponse(
+            envelope(code, message), status_code=error.status_code, headers=error.headers
+        )
+
+    @app.exception_handler(Exception)
+    async def _crash(_request: Request, error: Exception) -> JSONResponse:
+        log.exception("unhandled error", exc_info=error)
+        return JSONResponse(envelope("INTERNAL_ERROR", "Internal server error"), status_code=500)

@@ -1,0 +1,64 @@
+"""Image creates: generate, edit, resize (reframe), upscale."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, Depends, Request
+
+from core.accounts.service import Caller
+from gateway.auth import current_caller
+from gateway.contract import CREATE_ERROR_RESPONSES, NOT_YET_RESPONSES, ContractRoute, JobEnvelope
+from gateway.images import service
+from gateway.images.schemas import EditRequest, GenerateRequest, ResizeRequest, UpscaleRequest
+from gateway.jobs.router import presenter_for
+from gateway.not_yet import not_implemented
+from gateway.runtime import Gateway, get_gateway
+
+router = APIRouter(route_class=ContractRoute, responses=CREATE_ERROR_RESPONSES)
+
+
+@router.post(
+    "/images/generate", status_code=202, response_model=JobEnvelope, summary="Generate images"
+)
+def generate(
+    request: Request,
+    body: GenerateRequest,
+    caller: Caller = Depends(current_caller),
+    gateway: Gateway = Depends(get_gateway),
+) -> Any:
+    job = service.generate(gateway, caller, body)
+    return {"data": presenter_for(request, gateway).created(job)}
+
+
+@router.post(
+    "/images/edit",
+    status_code=202,
+    response_model=JobEnvelope,
+    responses=NOT_YET_RESPONSES,
+    summary="Edit a prior image",
+)
+def edit(body: EditRequest, caller: Caller = Depends(current_caller)) -> Any:
+    raise not_implemented("Image edit")
+
+
+@router.post(
+    "/images/resize",
+    status_code=202,
+    response_model=JobEnvelope,
+    responses=NOT_YET_RESPONSES,
+    summary="Reframe a prior image to another aspect ratio",
+)
+def resize(body: ResizeRequest, caller: Caller = Depends(current_caller)) -> Any:
+    raise not_implemented("Image resize")
+
+
+@router.post(
+    "/images/upscale",
+    status_code=202,
+    response_model=JobEnvelope,
+    responses=NOT_YET_RESPONSES,
+    summary="Upscale a prior image",
+)
+def upscale(body: UpscaleRequest, caller: Caller = Depends(current_caller)) -> Any:
+    raise not_implemented("Image upscale")

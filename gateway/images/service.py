@@ -1,0 +1,65 @@
+"""The rules of image creates: resolve what the body names, size and price it, create, publish."""
+
+from __future__ import annotations
+
+from core.accounts.service import Caller
+from core.credits.service import InsufficientCredits
+from core.jobs import service as jobs_service
+from core.models import Job
+from core.prices import price_of
+from core.sizes import image_size
+from gateway.errors import ApiError, validation_error
+from gateway.images.schemas import GenerateRequest
+from gateway.runtime import Gateway
+
+
+def insufficient(error: InsufficientCredits) -> ApiError:
+    return ApiError(
+        402,
+        "INSUFFICIENT_CREDITS",
+        "Insufficient credits",
+        {"creditsRequired": error.required, "creditsAvailable": error.available},
+    )
+
+
+def create_job(gateway: Gateway, caller: Caller, new: jobs_service.NewJob) -> Job:
+    """Create (reserving credits) and publish; shared by every create endpoint."""
+    try:
+        job = jobs_service.create(gateway.services.db, caller, new)
+    except InsufficientCredits as error:
+        raise insufficient(error) from None
+    gateway.dispatcher.publish_new(job)
+    return job
+
+
+def generate(gateway: Gateway, caller: Caller, body: GenerateRequest) -> Job:
+    unresolved: dict[str, str] = {}
+    if body.styleId is not None:
+        unresolved["styleId"] = "style not found"
+    for index, _reference in enumerate(body.references):
+        unresolved[f"references[{index}]"] = "reference not found"
+    if unresolved:
+        raise validation_error(unresolved, "A referenced resource could not be resolved")
+    width, height = image_size(body.aspectRatio, body.resolution)
+    inputs = {
+        "prompt": body.prompt,
+        "aspectRatio": body.aspectRatio,
+        "quality": body.quality,
+        "resolution": body.resolution,
+        "variations": body.variations,
+        "width": width,
+        "height": height,
+        "styleId": None,
+        "references": [],
+    }
+    return create_job(
+        gateway,
+        caller,
+        jobs_service.NewJob(
+            type="image.generate",
+            operation="generate",
+            queue="image",
+            inputs=inputs,
+            price=price_of("generate", inputs),
+        ),
+    )

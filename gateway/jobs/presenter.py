@@ -1,0 +1,63 @@
+"""A job row as the API shows it: storage keys become absolute, signed URLs."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from core.clock import isoformat_ms
+from core.models import Job
+from core.storage import Storage
+
+
+class JobPresenter:
+    def __init__(self, storage: Storage, base_url: str, url_seconds: int) -> None:
+        self.storage = storage
+        self.base_url = base_url
+        self.url_seconds = url_seconds
+
+    def url(self, key: str) -> str:
+        return self.storage.url_for(key, base_url=self.base_url, expires_in=self.url_seconds)
+
+    def created(self, job: Job) -> dict[str, Any]:
+        """What a create answers: id, type, status and createdAt only."""
+        return {
+            "id": job.id,
+            "type": job.type,
+            "status": job.status,
+            "createdAt": isoformat_ms(job.created_at),
+        }
+
+    def job(self, job: Job) -> dict[str, Any]:
+        view = self.created(job)
+        if job.status == "completed" and job.result is not None:
+            view["result"] = self._result(job.result)
+        if job.status == "failed" and job.error is not None:
+            view["error"] = {"code": "GENERATION_FAILED", "message": job.error["message"]}
+        return view
+
+    def _result(self, stored: dict[str, Any]) -> dict[str, Any]:
+        result: dict[str, Any] = {}
+        if "images" in stored:
+            result["images"] = [
+                {
+                    "id": image["id"],
+                    "url": self.url(image["key"]),
+                    "width": image["width"],
+                    "height": image["height"],
+                }
+                for image in stored["images"]
+            ]
+        if "video" in stored:
+            video = stored["video"]
+            poster = video.get("thumbnailKey")
+            result["video"] = {
+                "id": video["id"],
+                "url": self.url(video["key"]),
+                "durationSeconds": video["durationSeconds"],
+                "thumbnailUrl": self.url(poster) if poster else None,
+                "width": video["width"],
+                "height": video["height"],
+            }
+        if "style" in stored:
+            result["style"] = {"id": stored["style"]["id"]}
+        return result

@@ -1,0 +1,110 @@
+"""Pure ASGI middleware: body-size limit and API-key authentication, before any routing."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import anyio
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from core.accounts import service as accounts
+from gateway.errors import ApiError, error_response, unauthorized
+from gateway.runtime import Gateway
+
+API_PREFIX = "/v1"
+PUBLIC_PATHS = {"/v1/openapi.json"}
+
+
+async def _send_error(send: Send, error: ApiError) -> None:
+    response = error_response(error)
+    await response({"type": "http"}, _empty_receive, send)
+
+
+async def _empty_receive() -> Message:
+    return {"type": "http.request", "body": b"", "more_body": False}
+
+
+class BodyLimitMiddleware:
+    """JSON bodies over the limit answer 413 without being read whole into memory."""
+
+    def __init__(self, app: ASGIApp, max_bytes: int) -> None:
+        self.app = app
+        self.max_bytes = max_bytes
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or not scope["path"].startswith(API_PREFIX):
+            await self.app(scope, receive, send)
+            return
+        too_large = ApiError(
+            413, "PAYLOAD_TOO_LARGE", f"Request body larger than {self.max_bytes} bytes"
+        )
+        headers = dict(scope["headers"])
+        declared = headers.get(b"content-length")
+        if declared is not None and declared.isdigit() and int(declared) > self.max_bytes:
+            await _send_error(send, too_large)
+            return
+        chunks: list[bytes] = []
+        size = 0
+        more = True
+        while more:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                return
+            chunk = message.get("body", b"")
+            size += len(chunk)
+            if size > self.max_bytes:
+                await _send_error(send, too_large)
+                return
+            chunks.append(chunk)
+            more = message.get("more_body", False)
+        body = b"".join(chunks)
+        replayed = False
+
+        async def replay() -> Message:
+            nonlocal replayed
+            if not replayed:
+                replayed = True
+                return {"type": "http.request", "body": body, "more_body": False}
+            return await receive()
+
+        await self.app(scope, replay, send)
+
+
+def presented_key(headers: dict[bytes, bytes]) -> str | None:
+    """`x-api-key` wins over `Authorization: Bearer` when both are sent."""
+    api_key = headers.get(b"x-api-key")
+    if api_key is not None:
+        return api_key.decode("latin-1").strip()
+    authorization = headers.get(b"authorization")
+    if authorization is not None:
+        scheme, _, token = authorization.decode("latin-1").strip().partition(" ")
+        if scheme.lower() == "bearer":
+            return token.strip()
+    return None
+
+
+class AuthMiddleware:
+    """Every `/v1` path but the OpenAPI document needs a usable key; the caller goes into
+    `scope["state"]["caller"]`. Runs before routing so an anonymous caller learns nothing."""
+
+    def __init__(self, app: ASGIApp, gateway: Gateway) -> None:
+        self.app = app
+        self.gateway = gateway
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        path = scope.get("path", "")
+        if scope["type"] != "http" or not path.startswith(API_PREFIX) or path in PUBLIC_PATHS:
+            await self.app(scope, receive, send)
+            return
+        key = presented_key(dict(scope["headers"]))
+        caller = None
+        if key:
+            caller = await anyio.to_thread.run_sync(
+                accounts.authenticate, self.gateway.services.db, key
+            )
+        if caller is None:
+            await _send_error(send, unauthorized())
+            return
+        state: dict[str, Any] = scope.setdefault("state", {})
+        state["caller"] = caller
+        await self.app(scope, receive, send)

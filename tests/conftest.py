@@ -1,0 +1,91 @@
+"""Shared fixtures: the service under test in each mode, accounts and keys, clients.
+
+The HTTP suite runs twice: embedded (SQLite, in-process broker and workers) and distributed
+(PostgreSQL, Redis, worker processes) when SFUMATO_TEST_POSTGRES_URL and SFUMATO_TEST_REDIS_URL
+are set; `.ci/run` sets them. Without them the distributed runs are reported as skipped.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import psycopg
+import pytest
+import redis
+
+from tests.support.service import TEST_PIPELINES, Mode, Service, running_service
+
+POSTGRES_URL = os.environ.get("SFUMATO_TEST_POSTGRES_URL")
+REDIS_URL = os.environ.get("SFUMATO_TEST_REDIS_URL")
+COMMON_ENV = {
+    "SFUMATO_PIPELINES": TEST_PIPELINES,
+    "SFUMATO_LEASE_SECONDS": "2",
+    "SFUMATO_SWEEP_INTERVAL_SECONDS": "0.5",
+    "SFUMATO_WAIT_SECONDS": "4",
+    "SFUMATO_DISPATCH_GRACE_SECONDS": "1",
+}
+
+
+def _sqlalchemy_url(url: str) -> str:
+    return url.replace("postgresql://", "postgresql+psycopg://", 1)
+
+
+@pytest.fixture(scope="session")
+def postgres_database() -> Iterator[str]:
+    """A fresh database on the test PostgreSQL server, dropped at the end."""
+    if not POSTGRES_URL:
+        pytest.skip("distributed mode needs SFUMATO_TEST_POSTGRES_URL (set by .ci/run)")
+    name = f"sfumato_test_{uuid.uuid4().hex[:10]}"
+    with psycopg.connect(POSTGRES_URL, autocommit=True) as connection:
+        connection.execute(f'CREATE DATABASE "{name}"')
+    base, _, _ = POSTGRES_URL.rpartition("/")
+    try:
+        yield _sqlalchemy_url(f"{base}/{name}")
+    finally:
+        with psycopg.connect(POSTGRES_URL, autocommit=True) as connection:
+            connection.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+@pytest.fixture(scope="session")
+def redis_url() -> str:
+    if not REDIS_URL:
+        pytest.skip("distributed mode needs SFUMATO_TEST_REDIS_URL (set by .ci/run)")
+    redis.Redis.from_url(REDIS_URL).flushdb()
+    return REDIS_URL
+
+
+def embedded_mode() -> Mode:
+    return Mode("embedded", dict(COMMON_ENV), separate_workers=False)
+
+
+def distributed_mode(database_url: str, broker_url: str) -> Mode:
+    env = {
+        **COMMON_ENV,
+        "SFUMATO_DATABASE_URL": database_url,
+        "SFUMATO_BROKER_URL": broker_url,
+        "SFUMATO_NAMESPACE": f"test-{uuid.uuid4().hex[:8]}",
+    }
+    return Mode("distributed", env, separate_workers=True)
+
+
+@pytest.fixture(scope="session", params=["embedded", "distributed"])
+def service(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Service]:
+    if request.param == "embedded":
+        mode = embedded_mode()
+    else:
+        mode = distributed_mode(
+            request.getfixturevalue("postgres_database"), request.getfixturevalue("redis_url")
+        )
+    data_dir: Path = tmp_path_factory.mktemp(f"service-{request.param}")
+    with running_service(mode, data_dir) as running:
+        yield running
+
+
+@pytest.fixture
+def key(service: Service) -> str:
+    return service.new_key()

@@ -1,0 +1,44 @@
+"""A generate pipeline the tests can steer through its prompt, wrapping the real one.
+
+`[sleep S]` at the start of a prompt makes the job take S seconds in small cancellable steps and
+then paint solid images of the promised size (fast, for tests about the job spine, not pixels);
+`[fail]` makes it raise. Any other prompt goes to the builtin pipeline untouched.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+
+from PIL import Image
+
+from pipelines.base import GenerateInput, ImageOutput, JobControl
+from pipelines.builtin.generate import BuiltinGenerate
+
+SLEEP = re.compile(r"^\[sleep (\d+(?:\.\d+)?)\]")
+
+
+class ControllableGenerate:
+    operation = "generate"
+
+    def __init__(self) -> None:
+        self.real = BuiltinGenerate()
+
+    def run(self, inputs: GenerateInput, control: JobControl) -> ImageOutput:
+        if inputs.prompt.startswith("[fail]"):
+            raise RuntimeError("asked to fail")
+        match = SLEEP.match(inputs.prompt)
+        if match is None:
+            return self.real.run(inputs, control)
+        seconds = float(match.group(1))
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            control.progress(1 - (deadline - time.monotonic()) / max(seconds, 1e-9))
+            time.sleep(0.02)
+        control.progress(1.0)
+        return ImageOutput(
+            images=[
+                Image.new("RGB", (inputs.width, inputs.height), (index * 60, 90, 160))
+                for index in range(inputs.variations)
+            ]
+        )

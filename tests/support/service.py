@@ -1,0 +1,179 @@
+"""Running the service for tests: in-process gateways, real `sfumato` processes, clients."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+import uvicorn
+
+from core.accounts import service as accounts
+from core.services import Services
+from core.settings import Settings
+from gateway.app import build_gateway, create_app
+
+REPO = Path(__file__).resolve().parents[2]
+SFUMATO = [sys.executable, "-m", "gateway.cli"]
+TEST_PIPELINES = "generate=tests.support.pipelines:ControllableGenerate"
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def wait_until(predicate: Any, timeout: float, message: str, interval: float = 0.05) -> Any:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(interval)
+    raise AssertionError(f"timed out after {timeout}s: {message}")
+
+
+@dataclass
+class Mode:
+    """Everything that tells one way of running the service from another."""
+
+    name: str
+    env: dict[str, str]
+    separate_workers: bool
+
+    def settings(self) -> Settings:
+        return Settings(
+            **{key.removeprefix("SFUMATO_").lower(): value for key, value in self.env.items()}
+        )
+
+
+class ThreadedServer:
+    """A real uvicorn server on a free port, in a thread of the test process."""
+
+    def __init__(self, app: Any) -> None:
+        self.port = free_port()
+        self.server = uvicorn.Server(
+            uvicorn.Config(app, host="127.0.0.1", port=self.port, log_level="warning")
+        )
+        self.thread = threading.Thread(target=self.server.run, daemon=True)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self) -> None:
+        self.thread.start()
+        wait_until(lambda: self.server.started, 30, "server start")
+
+    def stop(self) -> None:
+        self.server.should_exit = True
+        self.thread.join(30)
+
+
+class Process:
+    """A `sfumato` command as a real child process, killable with any signal."""
+
+    def __init__(self, args: list[str], env: dict[str, str], log: Path) -> None:
+        self.args = args
+        self.env = {**os.environ, **env, "PYTHONPATH": str(REPO)}
+        self.log = log
+        self.popen: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> Process:
+        handle = self.log.open("ab")
+        self.popen = subprocess.Popen(
+            [*SFUMATO, *self.args], cwd=REPO, env=self.env, stdout=handle, stderr=handle
+        )
+        return self
+
+    def wait_for_log(self, text: str, timeout: float = 60) -> None:
+        wait_until(
+            lambda: self.log.exists() and text in self.log.read_text(errors="replace"),
+            timeout,
+            f"{text!r} in {self.log}",
+        )
+
+    def kill(self, sig: int = signal.SIGKILL) -> None:
+        if self.popen is not None and self.popen.poll() is None:
+            self.popen.send_signal(sig)
+            self.popen.wait(30)
+
+    def stop(self) -> None:
+        if self.popen is not None and self.popen.poll() is None:
+            self.popen.terminate()
+            try:
+                self.popen.wait(20)
+            except subprocess.TimeoutExpired:
+                self.popen.kill()
+                self.popen.wait()
+
+
+@dataclass
+class Service:
+    """One running deployment for tests: its base URL, its database, its processes."""
+
+    mode: Mode
+    services: Services
+    url: str
+    workers: list[Process] = field(default_factory=list)
+
+    @property
+    def api(self) -> str:
+        return self.url + "/v1"
+
+    def new_key(self, credits: int = 1000, plan: str = "pro") -> str:
+        email = f"user-{os.urandom(6).hex()}@test.local"
+        accounts.create_account(self.services.db, email, plan, credits)
+        return accounts.create_key(self.services.db, email, "test", None).plaintext
+
+    def client(self, key: str | None = None, timeout: float = 90) -> httpx.Client:
+        headers = {"x-api-key": key} if key else {}
+        return httpx.Client(base_url=self.api, headers=headers, timeout=timeout)
+
+    def balance(self, key: str) -> int:
+        caller = accounts.authenticate(self.services.db, key)
+        assert caller is not None
+        with self.services.db.read() as session:
+            from core.credits import repository
+
+            return repository.balance(session, caller.account_id)
+
+
+@contextmanager
+def running_service(mode: Mode, data_dir: Path) -> Iterator[Service]:
+    """A gateway in this process plus, in distributed mode, one worker process per queue."""
+    env = {**mode.env, "SFUMATO_DATA_DIR": str(data_dir)}
+    mode = Mode(mode.name, env, mode.separate_workers)
+    services = Services.from_settings(mode.settings())
+    services.db.migrate()
+    accounts.sync_plans(services.db)
+    gateway = build_gateway(services, run_workers=not mode.separate_workers)
+    server = ThreadedServer(create_app(gateway))
+    workers = []
+    if mode.separate_workers:
+        for queue in ("image", "video", "style"):
+            workers.append(
+                Process(["worker", "--queue", queue], env, data_dir / f"worker-{queue}.log").start()
+            )
+    server.start()
+    for worker in workers:
+        worker.wait_for_log(" ready.")
+    service = Service(mode=mode, services=services, url=server.url, workers=workers)
+    try:
+        yield service
+    finally:
+        server.stop()
+        for worker in workers:
+            worker.stop()
+        services.db.dispose()

@@ -1,0 +1,49 @@
+"""Property-based requests from the OpenAPI document against the implemented endpoints:
+no 5xx, every status documented, every body as the schema says."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import schemathesis
+from hypothesis import HealthCheck, given, settings
+from schemathesis.checks import not_a_server_error
+from schemathesis.specs.openapi.checks import (
+    response_schema_conformance,
+    status_code_conformance,
+)
+
+from tests.conftest import embedded_mode
+from tests.support.service import running_service
+
+IMPLEMENTED = (
+    r"^/v1/(images/generate|images/\{id\}|videos/\{id\}|styles/extractions/\{id\}"
+    r"|jobs|jobs/\{id\}|jobs/\{id\}/cancel|account)$"
+)
+CHECKS = [not_a_server_error, status_code_conformance, response_schema_conformance]
+
+
+@pytest.mark.slow
+def test_fuzzed_requests_are_answered_as_documented(tmp_path: Path) -> None:
+    with running_service(embedded_mode(), tmp_path) as service:
+        key = service.new_key(credits=10**8, plan="enterprise")
+        schema = schemathesis.openapi.from_url(f"{service.api}/openapi.json")
+        schema.config.update(base_url=service.url, headers={"x-api-key": key})
+        operations = [
+            result.ok() for result in schema.include(path_regex=IMPLEMENTED).get_all_operations()
+        ]
+        assert len(operations) == 8
+        for operation in operations:
+
+            @given(case=operation.as_strategy())
+            @settings(
+                max_examples=30,
+                deadline=None,
+                database=None,
+                suppress_health_check=list(HealthCheck),
+            )
+            def fuzz(case: schemathesis.Case) -> None:
+                case.call_and_validate(checks=CHECKS, timeout=30)
+
+            fuzz()

@@ -1,0 +1,71 @@
+"""Units where the logic is dense: ids, cursors, field paths, the crash envelope."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+from fastapi.testclient import TestClient
+
+from core.clock import isoformat_ms
+from core.ids import parse_uuid, uuid7
+from core.pagination import BadCursor, decode_cursor, encode_cursor
+from gateway.errors import field_path
+
+
+def test_uuid7_is_version_7_and_ordered() -> None:
+    ids = [uuid7() for _ in range(5000)]
+    assert all(value.version == 7 and value.variant == "specified in RFC 4122" for value in ids)
+    assert [str(value) for value in ids] == sorted(str(value) for value in ids)
+    assert len(set(ids)) == len(ids)
+
+
+def test_parse_uuid() -> None:
+    assert (
+        parse_uuid("0190B5D2-3F1E-7C1A-8B2A-9D0E1F2A3B4C") == "0190b5d2-3f1e-7c1a-8b2a-9d0e1f2a3b4c"
+    )
+    assert parse_uuid("nope") is None
+    assert parse_uuid("") is None
+
+
+def test_cursor_round_trip_and_garbage() -> None:
+    moment = datetime(2026, 11, 22, 10, 4, 5, 123000, tzinfo=UTC)
+    job_id = str(uuid7())
+    assert decode_cursor(encode_cursor(moment, job_id)) == (moment, job_id)
+    for garbage in ("", "garbage", "!!!", encode_cursor(moment, "not-a-uuid")):
+        with pytest.raises(BadCursor):
+            decode_cursor(garbage)
+
+
+def test_iso_milliseconds() -> None:
+    assert isoformat_ms(datetime(2026, 11, 22, 10, 4, 5, 123456, tzinfo=UTC)) == (
+        "2026-11-22T10:04:05.123Z"
+    )
+
+
+def test_field_paths() -> None:
+    assert field_path(("body", "references", 2)) == "references[2]"
+    assert field_path(("query", "limit")) == "limit"
+    assert field_path(("body",)) == "body"
+    assert field_path(("body", "stops", 0, "hex")) == "stops[0].hex"
+
+
+def test_a_crash_is_a_500_envelope_without_a_trace() -> None:
+    from fastapi import FastAPI
+
+    from gateway.errors import install_error_handlers
+
+    app = FastAPI()
+    install_error_handlers(app)
+
+    @app.get("/boom")
+    def boom() -> None:
+        raise RuntimeError("secret internals")
+
+    with TestClient(app, raise_server_exceptions=False) as client:
+        response = client.get("/boom")
+    assert response.status_code == 500
+    assert response.json() == {
+        "error": {"code": "INTERNAL_ERROR", "message": "Internal server error", "details": None}
+    }
+    assert "secret" not in response.text

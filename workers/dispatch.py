@@ -1,0 +1,96 @@
+"""Publishing jobs to their queues, and the sweep that makes sure none is ever lost.
+
+The database is the source of truth: a job row is committed first and published after (the
+transactional outbox). The sweep, at start-up and periodically, publishes what was committed
+but never published, republishes what the broker may have lost, and hands out again the jobs
+of workers that vanished.
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import datetime, timedelta
+
+from celery import Celery
+
+from core.clock import utcnow
+from core.jobs import repository as jobs_repository
+from core.jobs import service as jobs_service
+from core.models import Job
+from core.services import Services
+from workers.queues import RUN_JOB_TASK
+
+log = logging.getLogger(__name__)
+SWEEP_BATCH = 500
+
+
+class Dispatcher:
+    def __init__(self, services: Services, publisher: Celery) -> None:
+        self.services = services
+        self.publisher = publisher
+
+    def publish(self, job_id: str, queue: str, expected_dispatched_at: datetime | None) -> bool:
+        """Send the job's task; record it unless another dispatcher recorded it first."""
+        try:
+            self.publisher.send_task(RUN_JOB_TASK, args=[job_id], queue=queue, task_id=job_id)
+        except Exception as error:  # the broker is down: the sweep will publish it later
+            log.warning("could not publish job %s: %s", job_id, error)
+            return False
+        with self.services.db.write() as session:
+            return jobs_repository.mark_dispatched(
+                session, job_id, expected_dispatched_at, utcnow()
+            )
+
+    def publish_new(self, job: Job) -> None:
+        self.publish(job.id, job.queue, None)
+
+    def revoke(self, job_id: str) -> None:
+        """Drop a queued task early; harmless if it already ran (its claim would fail)."""
+        try:
+            self.publisher.control.revoke(job_id)
+        except Exception as error:
+            log.info("could not revoke the task of job %s: %s", job_id, error)
+
+    def sweep(self) -> int:
+        """One pass; returns how many jobs were published."""
+        settings = self.services.settings
+        db = self.services.db
+        now = utcnow()
+        published = 0
+        with db.read() as session:
+            lapsed = list(jobs_repository.lapsed_leases(session, now, SWEEP_BATCH))
+        for job in lapsed:
+            if jobs_service.recover_lapsed(db, job, settings.max_attempts):
+                log.warning("job %s lost its worker; attempt %d follows", job.id, job.attempts + 1)
+                published += self.publish(job.id, job.queue, None)
+            else:
+                self.services.events.publish(job.id)
+        with db.read() as session:
+            fresh = list(
+                jobs_repository.undispatched(
+                    session, now - timedelta(seconds=settings.dispatch_grace_seconds), SWEEP_BATCH
+                )
+            )
+            stale = list(
+                jobs_repository.dispatched_but_unclaimed(
+                    session, now - timedelta(seconds=settings.republish_after_seconds), SWEEP_BATCH
+                )
+            )
+        for job in fresh:
+            published += self.publish(job.id, job.queue, None)
+        for job in stale:
+            published += self.publish(job.id, job.queue, job.dispatched_at)
+        return published
+
+    def recover_after_restart(self) -> int:
+        """Embedded mode only: this process is the only worker, so whatever was in flight when
+        it last stopped is orphaned and its queued messages died with it."""
+        with self.services.db.write() as session:
+            jobs_repository.orphan_all_in_flight(session, utcnow() - timedelta(seconds=1))
+        with self.services.db.read() as session:
+            orphans = list(jobs_repository.lapsed_leases(session, utcnow(), 100_000))
+        for job in orphans:
+            jobs_service.recover_lapsed(self.services.db, job, self.services.settings.max_attempts)
+        with self.services.db.read() as session:
+            pending = list(jobs_repository.undispatched(session, utcnow(), 100_000))
+        return sum(self.publish(job.id, job.queue, None) for job in pending)

@@ -1,0 +1,216 @@
+"""Running one job on a worker: claim, execute the pipeline under a lease, store, finish."""
+
+from __future__ import annotations
+
+import io
+import logging
+import resource
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from PIL import Image
+
+from core.ids import new_id
+from core.jobs import service as jobs_service
+from core.models import Job, Media
+from core.services import Services
+from core.storage import StorageError
+from pipelines.base import Cancelled, GenerateInput, ImageOutput
+from pipelines.registry import PipelineRegistry
+from workers.queues import QUEUE_OF_OPERATION
+
+log = logging.getLogger(__name__)
+STORE_ATTEMPTS = 4
+
+
+class ClaimLost(Exception):
+    """The job was cancelled or handed to another worker while this one ran it."""
+
+
+@dataclass
+class Outcome:
+    """What an operation produced: the job's result, its stored media, a note for the job."""
+
+    result: dict[str, Any]
+    media: list[Media]
+    message: str | None = None
+
+
+class LeaseKeeper:
+    """Renews the job's lease in the background and notices a cancel or a lost claim.
+
+    The pipeline's `progress` calls only read a flag this thread sets, so checking for cancel at
+    every step costs nothing; the database is asked a few times a second at most.
+    """
+
+    def __init__(self, services: Services, claim: jobs_service.Claim) -> None:
+        self._services = services
+        self._claim = claim
+        self._fraction = 0.0
+        self._lost = threading.Event()
+        self._stop = threading.Event()
+        self._interval = min(0.25, services.settings.lease_seconds / 4)
+        self._thread = threading.Thread(
+            target=self._run, name=f"lease-{claim.job.id[:8]}", daemon=True
+        )
+
+    def __enter__(self) -> LeaseKeeper:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def _run(self) -> None:
+        while not self._stop.wait(self._interval):
+            try:
+                alive = jobs_service.renew_lease(
+                    self._services.db,
+                    self._claim,
+                    self._services.settings.lease_seconds,
+                    self._fraction,
+                )
+            except Exception as error:  # the database blinked: the lease outlives a blink
+                log.warning("could not renew the lease of job %s: %s", self._claim.job.id, error)
+                continue
+            if not alive:
+                self._lost.set()
+                return
+
+    def progress(self, fraction: float, message: str | None = None) -> None:
+        self._fraction = max(0.0, min(1.0, fraction))
+        if self._lost.is_set():
+            raise Cancelled()
+
+
+class JobRunner:
+    def __init__(self, services: Services, pipelines: PipelineRegistry) -> None:
+        self.services = services
+        self.pipelines = pipelines
+        self._operations: dict[str, Callable[[Job, LeaseKeeper], Outcome]] = {
+            "generate": self._generate
+        }
+
+    def warm_up(self, queues: list[str]) -> None:
+        """Load the pipelines these queues serve now: a broken one is a start-up error of the
+        worker, not a failure of the first job."""
+        for operation in self._operations:
+            if QUEUE_OF_OPERATION[operation] in queues:
+                self.pipelines.get(operation)
+
+    def run(self, job_id: str) -> None:
+        claim = jobs_service.claim(self.services.db, job_id, self.services.settings.lease_seconds)
+        if claim is None:
+            return
+        job = claim.job
+        self.services.events.publish(job.id)
+        started = time.perf_counter()
+        stored: list[Media] = []
+        try:
+            with LeaseKeeper(self.services, claim) as keeper:
+                outcome = self._operations[job.operation](job, keeper)
+            stored = outcome.media
+            if not jobs_service.complete(
+                self.services.db, claim, outcome.result, stored, outcome.message
+            ):
+                raise ClaimLost()
+            log.info(
+                "job %s %s completed in %.2fs, peak rss %d MiB",
+                job.id,
+                job.operation,
+                time.perf_counter() - started,
+                resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024,
+            )
+        except (Cancelled, ClaimLost):
+            log.info("job %s was cancelled or taken over; its output is discarded", job.id)
+            self._discard(stored)
+        except Exception as error:
+            log.exception("job %s failed", job.id)
+            self._discard(stored)
+            jobs_service.fail(self.services.db, claim, _failure_message(error))
+        finally:
+            self.services.events.publish(job.id)
+
+    def _generate(self, job: Job, keeper: LeaseKeeper) -> Outcome:
+        inputs = job.inputs
+        pipeline = self.pipelines.get("generate")
+        output: ImageOutput = pipeline.run(
+            GenerateInput(
+                prompt=inputs["prompt"],
+                width=inputs["width"],
+                height=inputs["height"],
+                quality=inputs["quality"],
+                variations=inputs["variations"],
+                seed=job.seed,
+            ),
+            keeper,
+        )
+        keeper.progress(0.95, "storing")
+        result, media = self._store_images(job, output.images)
+        return Outcome(result, media, "; ".join(output.notes) or None)
+
+    def _store_images(
+        self, job: Job, images: list[Image.Image]
+    ) -> tuple[dict[str, Any], list[Media]]:
+        media: list[Media] = []
+        entries = []
+        try:
+            for image in images:
+                media_id = new_id()
+                key = f"images/{job.id}/{media_id}.png"
+                buffer = io.BytesIO()
+                image.save(buffer, format="PNG", compress_level=3)
+                data = buffer.getvalue()
+                self._put_with_retry(key, data, "image/png")
+                media.append(
+                    Media(
+                        id=media_id,
+                        account_id=job.account_id,
+                        job_id=job.id,
+                        kind="image",
+                        storage_key=key,
+                        content_type="image/png",
+                        width=image.width,
+                        height=image.height,
+                        size_bytes=len(data),
+                    )
+                )
+                entries.append(
+                    {"id": media_id, "key": key, "width": image.width, "height": image.height}
+                )
+        except BaseException:
+            self._discard(media)
+            raise
+        return {"images": entries}, media
+
+    def _put_with_retry(self, key: str, data: bytes, content_type: str) -> None:
+        delay = 0.5
+        for attempt in range(1, STORE_ATTEMPTS + 1):
+            try:
+                self.services.storage.put_bytes(key, data, content_type)
+                return
+            except StorageError:
+                if attempt == STORE_ATTEMPTS:
+                    raise
+                log.warning("storing %s failed (attempt %d); retrying", key, attempt)
+                time.sleep(delay)
+                delay *= 2
+
+    def _discard(self, media: list[Media]) -> None:
+        for item in media:
+            try:
+                self.services.storage.delete(item.storage_key)
+            except Exception as error:
+                log.warning("could not delete %s: %s", item.storage_key, error)
+
+
+def _failure_message(error: Exception) -> str:
+    if isinstance(error, StorageError):
+        return "Could not store the result; the credits were refunded"
+    if isinstance(error, MemoryError):
+        return "Ran out of memory; the credits were refunded"
+    return "Generation failed; the credits were refunded"
