@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from core.accounts.service import sync_plans
+from core.config import ServiceConfig
 from core.db import Database
 from core.events import JobEvents, job_events_for
 from core.settings import Settings
@@ -16,6 +18,12 @@ class Services:
     db: Database
     storage: Storage
     events: JobEvents
+    config: ServiceConfig
+
+    def prepare(self) -> None:
+        """Migrate the schema and write the configured plans: every process does it at start."""
+        self.db.migrate()
+        sync_plans(self.db, self.config)
 
     @classmethod
     def from_settings(cls, settings: Settings) -> Services:
@@ -25,4 +33,5 @@ class Services:
             db=Database(settings.resolved_database_url),
             storage=storage_from_settings(settings),
             events=job_events_for(settings.broker_url, settings.namespace),
+            config=settings.service_config(),
         )

@@ -12,6 +12,8 @@ from pathlib import Path
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from core.config import ServiceConfig, load_config
+
 
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="SFUMATO_", extra="ignore")
@@ -44,10 +46,23 @@ class Settings(BaseSettings):
     visibility_timeout_seconds: int = Field(default=7200, ge=60)
     broker_polling_interval: float = Field(default=0.005, gt=0)
 
+    # Prices, plans and rate limits (TOML) replacing core/defaults.toml key by key.
+    config_file: Path | None = None
+
     # Operation -> "module:Class" pipeline overrides, e.g. "generate=pkg.mod:Pipeline".
     pipelines: str = ""
     signed_url_seconds: int = Field(default=7 * 24 * 3600, ge=60)
     max_body_bytes: int = 64 * 1024
+
+    # Uploads and fetched reference images (CONTRACT.md "Uploads"): bytes and decoded pixels.
+    max_image_bytes: int = Field(default=25 * 1024 * 1024, ge=1)
+    max_image_pixels: int = Field(default=50_000_000, ge=1)
+    upload_url_seconds: int = Field(default=3600, ge=60)
+    # Comma-separated hosts or CIDRs the fetcher may reach although they are not public
+    # addresses, and over plain http (tests, intranets). Empty: public https only.
+    fetch_allow: str = ""
+    fetch_timeout_seconds: float = Field(default=10.0, gt=0)
+    fetch_max_redirects: int = Field(default=5, ge=0)
 
     @property
     def resolved_database_url(self) -> str:
@@ -62,6 +77,9 @@ class Settings(BaseSettings):
     @property
     def embedded_broker(self) -> bool:
         return self.broker_url.startswith("memory://")
+
+    def service_config(self) -> ServiceConfig:
+        return load_config(self.config_file)
 
     def pipeline_overrides(self) -> dict[str, str]:
         overrides: dict[str, str] = {}

@@ -10,12 +10,14 @@ from collections.abc import AsyncIterator
 import anyio
 from fastapi import FastAPI
 
+from core.jobs import service as jobs_service
 from core.services import Services
 from gateway import files
 from gateway.account.router import router as account_router
 from gateway.errors import install_error_handlers
 from gateway.images.router import router as images_router
 from gateway.jobs.router import router as jobs_router
+from gateway.limits import RateLimiter, RateLimitMiddleware
 from gateway.middleware import AuthMiddleware, BodyLimitMiddleware
 from gateway.openapi import install_openapi
 from gateway.runtime import Gateway
@@ -46,17 +48,28 @@ def build_gateway(services: Services, run_workers: bool) -> Gateway:
                 "style": settings.style_concurrency,
             },
         )
-    return Gateway(services=services, dispatcher=dispatcher, embedded_workers=workers)
+    return Gateway(
+        services=services,
+        dispatcher=dispatcher,
+        limiter=RateLimiter.from_settings(settings, services.config.rate_limits),
+        embedded_workers=workers,
+    )
 
 
-async def _sweep_forever(gateway: Gateway) -> None:
+def _maintain(gateway: Gateway) -> None:
+    """One pass of the periodic housekeeping: publish what needs publishing, drop old keys."""
+    gateway.dispatcher.sweep()
+    jobs_service.purge_idempotency_records(gateway.services.db)
+
+
+async def _maintain_forever(gateway: Gateway) -> None:
     interval = gateway.services.settings.sweep_interval_seconds
     while True:
         await asyncio.sleep(interval)
         try:
-            await anyio.to_thread.run_sync(gateway.dispatcher.sweep)
+            await anyio.to_thread.run_sync(_maintain, gateway)
         except Exception:
-            log.exception("dispatcher sweep failed; next pass in %.0fs", interval)
+            log.exception("housekeeping failed; next pass in %.0fs", interval)
 
 
 def create_app(gateway: Gateway) -> FastAPI:
@@ -71,7 +84,7 @@ def create_app(gateway: Gateway) -> FastAPI:
                     log.info("republished %d jobs left in flight by the last run", recovered)
             await anyio.to_thread.run_sync(workers.start)
         await anyio.to_thread.run_sync(gateway.dispatcher.sweep)
-        sweeper = asyncio.create_task(_sweep_forever(gateway), name="dispatcher-sweep")
+        sweeper = asyncio.create_task(_maintain_forever(gateway), name="housekeeping")
         try:
             yield
         finally:
@@ -103,6 +116,7 @@ def create_app(gateway: Gateway) -> FastAPI:
     app.include_router(files.router)
     install_error_handlers(app)
     install_openapi(app)
+    app.add_middleware(RateLimitMiddleware, limiter=gateway.limiter)
     app.add_middleware(AuthMiddleware, gateway=gateway)
     app.add_middleware(BodyLimitMiddleware, max_bytes=gateway.services.settings.max_body_bytes)
     return app

@@ -9,7 +9,6 @@ from typing import Annotated
 import typer
 
 from core.accounts import service as accounts
-from core.accounts.plans import PLAN_IDS
 from core.services import Services
 from core.settings import Settings
 from workers.queues import QUEUES
@@ -27,8 +26,7 @@ DEMO_KEY_FILE = "demo-api-key"
 def _services(migrate: bool = True) -> Services:
     services = Services.from_settings(Settings())
     if migrate:
-        services.db.migrate()
-        accounts.sync_plans(services.db)
+        services.prepare()
     return services
 
 
@@ -146,7 +144,7 @@ def demo() -> None:
 @accounts_app.command("create")
 def accounts_create(
     email: str,
-    plan: Annotated[str, typer.Option(help=" | ".join(PLAN_IDS))] = "free",
+    plan: Annotated[str, typer.Option(help="free, pro, enterprise or another")] = "free",
     credits: Annotated[int, typer.Option(min=0)] = 0,
 ) -> None:
     """Create an account."""
@@ -166,6 +164,54 @@ def accounts_list() -> None:
             f"{account.id}  {account.email}  plan={account.plan_id}  "
             f"credits={account.credit_balance}"
         )
+
+
+@accounts_app.command("show")
+def accounts_show(email: str) -> None:
+    """The account, its balance and every ledger movement (the audit trail)."""
+    try:
+        statement = accounts.statement(_services().db, email)
+    except accounts.AccountError as error:
+        _fail(str(error))
+        return
+    account = statement.account
+    typer.echo(f"{account.id}  {account.email}  plan={account.plan_id}")
+    typer.echo(f"balance {account.credit_balance}  (ledger total {statement.ledger_total})")
+    for entry in statement.entries:
+        job = f"job={entry.job_id}" if entry.job_id else ""
+        reason = entry.reason or ""
+        typer.echo(
+            f"  {entry.created_at.isoformat()}  {entry.kind:<7} {entry.amount:>+7}  "
+            f"-> {entry.balance_after:<7} {job} {reason}".rstrip()
+        )
+    if not statement.consistent:
+        _fail("the balance does not match the ledger")
+
+
+@accounts_app.command("credit")
+def accounts_credit(
+    email: str,
+    amount: Annotated[int, typer.Argument(min=1)],
+    reason: Annotated[str, typer.Option(help="Why, for the ledger")],
+) -> None:
+    """Grant credits (a ledger row with the reason)."""
+    try:
+        account = accounts.grant_credits(_services().db, email, amount, reason)
+    except accounts.AccountError as error:
+        _fail(str(error))
+        return
+    typer.echo(f"{account.email}  credits={account.credit_balance}")
+
+
+@accounts_app.command("set-plan")
+def accounts_set_plan(email: str, plan: str) -> None:
+    """Move an account to another plan."""
+    try:
+        account = accounts.set_plan(_services().db, email, plan)
+    except accounts.AccountError as error:
+        _fail(str(error))
+        return
+    typer.echo(f"{account.email}  plan={account.plan_id}")
 
 
 @keys_app.command("create")

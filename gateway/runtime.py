@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from fastapi import Request
 
 from core.services import Services
+from gateway.limits import RateLimiter
 from workers.dispatch import Dispatcher
 from workers.embedded import EmbeddedWorkers
 
@@ -15,6 +16,7 @@ from workers.embedded import EmbeddedWorkers
 class Gateway:
     services: Services
     dispatcher: Dispatcher
+    limiter: RateLimiter
     embedded_workers: EmbeddedWorkers | None = None
 
 

@@ -62,6 +62,26 @@ def test_accounts_and_keys_lifecycle(tmp_path: Path) -> None:
     assert again.returncode == 1 and "stays revoked" in again.stderr
 
 
+def test_credits_plans_and_the_audit_trail(tmp_path: Path) -> None:
+    sfumato(tmp_path, "accounts", "create", "grace@example.com", "--credits", "10")
+    granted = sfumato(
+        tmp_path, "accounts", "credit", "grace@example.com", "25", "--reason", "promo"
+    )
+    assert "credits=35" in granted.stdout
+    no_reason = sfumato(tmp_path, "accounts", "credit", "grace@example.com", "5", check=False)
+    assert no_reason.returncode != 0
+    assert (
+        "plan=enterprise"
+        in sfumato(tmp_path, "accounts", "set-plan", "grace@example.com", "enterprise").stdout
+    )
+    unknown = sfumato(tmp_path, "accounts", "set-plan", "grace@example.com", "gold", check=False)
+    assert unknown.returncode == 1 and "unknown plan" in unknown.stderr
+    shown = sfumato(tmp_path, "accounts", "show", "grace@example.com").stdout
+    assert "plan=enterprise" in shown
+    assert "balance 35  (ledger total 35)" in shown
+    assert "grant" in shown and "promo" in shown and "initial grant" in shown
+
+
 def test_demo_then_serve_answers_with_the_printed_key(tmp_path: Path) -> None:
     printed = sfumato(tmp_path, "demo").stdout
     key = next(word for word in printed.split() if word.startswith("sfm_"))

@@ -82,7 +82,7 @@ def test_a_job_committed_but_never_published_is_published_by_the_sweep(
 ) -> None:
     caller = accounts.authenticate(service.services.db, key)
     assert caller is not None
-    job = jobs_service.create(
+    job, _ = jobs_service.create(
         service.services.db,
         caller,
         jobs_service.NewJob(
@@ -97,6 +97,8 @@ def test_a_job_committed_but_never_published_is_published_by_the_sweep(
                 "width": 64,
                 "height": 64,
                 "aspectRatio": "1:1",
+                "styleId": None,
+                "references": [],
             },
             price=1,
         ),
@@ -133,7 +135,7 @@ def test_a_job_whose_worker_keeps_dying_fails_and_is_refunded(service: Service, 
     """After max_attempts lost workers the sweep gives up: failed, refunded, not stuck."""
     caller = accounts.authenticate(service.services.db, key)
     assert caller is not None
-    job = jobs_service.create(
+    job, _ = jobs_service.create(
         service.services.db,
         caller,
         jobs_service.NewJob("image.generate", "generate", "image", {"prompt": "lost"}, price=2),

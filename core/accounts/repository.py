@@ -8,18 +8,22 @@ from datetime import datetime
 from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
-from core.accounts.plans import PlanConfig
+from core.config import PlanConfig
 from core.models import Account, ApiKey, Plan
 
 
-def upsert_plan(session: Session, config: PlanConfig) -> None:
-    plan = session.get(Plan, config.id) or Plan(id=config.id)
+def upsert_plan(session: Session, plan_id: str, config: PlanConfig) -> None:
+    plan = session.get(Plan, plan_id) or Plan(id=plan_id)
     plan.tier = config.tier
-    plan.allows_video = config.allows_video
+    plan.allows_video = config.video
     plan.max_inflight_images = config.max_inflight_images
     plan.max_inflight_videos = config.max_inflight_videos
-    plan.daily_generation_cap = config.daily_generation_cap
+    plan.daily_generation_cap = config.daily_generation_cap or None
     session.add(plan)
+
+
+def plan_ids(session: Session) -> list[str]:
+    return list(session.scalars(select(Plan.id).order_by(Plan.id)))
 
 
 def get_plan(session: Session, plan_id: str) -> Plan | None:
@@ -39,6 +43,12 @@ def account_by_email(session: Session, email: str) -> Account | None:
 
 def get_account(session: Session, account_id: str) -> Account | None:
     return session.get(Account, account_id)
+
+
+def lock_account(session: Session, account_id: str) -> Account:
+    """The account row, locked until the transaction ends: creates of one account serialise
+    here, so limits, credits and idempotency are checked against settled numbers."""
+    return session.scalars(select(Account).where(Account.id == account_id).with_for_update()).one()
 
 
 def list_accounts(session: Session) -> Sequence[Account]:

@@ -7,12 +7,15 @@ import secrets
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
+from sqlalchemy.orm import Session
+
 from core.accounts import repository
-from core.accounts.plans import DEFAULT_PLANS, PLAN_IDS
 from core.clock import utcnow
+from core.config import ServiceConfig
+from core.credits import repository as credits_repository
 from core.credits import service as credits
 from core.db import Database
-from core.models import Account, ApiKey, Plan
+from core.models import Account, ApiKey, CreditEntry, Plan
 
 KEY_PREFIX = "sfm_"
 KEY_STATES = ("active", "deactivated", "revoked")
@@ -45,25 +48,77 @@ def hash_key(plaintext: str) -> str:
     return hashlib.sha256(plaintext.encode()).hexdigest()
 
 
-def sync_plans(db: Database) -> None:
+def sync_plans(db: Database, config: ServiceConfig) -> None:
+    """Write the configured plans to the database, where every process reads them."""
     with db.write() as session:
-        for plan in DEFAULT_PLANS:
-            repository.upsert_plan(session, plan)
+        for plan_id, plan in config.plans.items():
+            repository.upsert_plan(session, plan_id, plan)
 
 
 def create_account(db: Database, email: str, plan_id: str, credits_granted: int) -> Account:
     email = email.strip().lower()
-    if plan_id not in PLAN_IDS:
-        raise AccountError(f"unknown plan {plan_id!r} (one of {', '.join(PLAN_IDS)})")
     if credits_granted < 0:
         raise AccountError("credits must not be negative")
     with db.write() as session:
+        _check_plan(session, plan_id)
         if repository.account_by_email(session, email) is not None:
             raise AccountError(f"an account for {email} exists already")
         account = repository.add_account(session, email, plan_id)
         if credits_granted:
             credits.grant(session, account.id, credits_granted, "initial grant")
         return account
+
+
+def _check_plan(session: Session, plan_id: str) -> None:
+    known = repository.plan_ids(session)
+    if plan_id not in known:
+        raise AccountError(f"unknown plan {plan_id!r} (one of {', '.join(known)})")
+
+
+def set_plan(db: Database, email: str, plan_id: str) -> Account:
+    with db.write() as session:
+        _check_plan(session, plan_id)
+        account = repository.account_by_email(session, email.strip().lower())
+        if account is None:
+            raise AccountError(f"no account for {email}")
+        account.plan_id = plan_id
+        return account
+
+
+def grant_credits(db: Database, email: str, amount: int, reason: str) -> Account:
+    if amount <= 0:
+        raise AccountError("credits to grant must be a positive number")
+    if not reason.strip():
+        raise AccountError("a grant needs a reason")
+    with db.write() as session:
+        account = repository.account_by_email(session, email.strip().lower())
+        if account is None:
+            raise AccountError(f"no account for {email}")
+        credits.grant(session, account.id, amount, reason.strip())
+        session.refresh(account)
+        return account
+
+
+@dataclass(frozen=True)
+class Statement:
+    """An account's balance beside its ledger, and whether the two agree."""
+
+    account: Account
+    entries: list[CreditEntry]
+
+    @property
+    def ledger_total(self) -> int:
+        return sum(entry.amount for entry in self.entries)
+
+    @property
+    def consistent(self) -> bool:
+        return self.ledger_total == self.account.credit_balance
+
+
+def statement(db: Database, email: str) -> Statement:
+    account = find_account(db, email)
+    with db.read() as session:
+        return Statement(account, list(credits_repository.entries_of(session, account.id)))
 
 
 def find_account(db: Database, email: str) -> Account:

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import and_, or_, select, update
+from sqlalchemy import and_, func, or_, select, update
 from sqlalchemy.orm import Session
 
 from core.models import Job, Media
@@ -157,3 +157,37 @@ def requeue_lapsed(session: Session, job_id: str, moment: datetime) -> bool:
         .values(status="pending", claim_token=None, lease_expires_at=None, dispatched_at=None)
     )
     return bool(result.rowcount)  # type: ignore[attr-defined]
+
+
+def count_in_flight(session: Session, account_id: str, queue: str) -> int:
+    return int(
+        session.scalar(
+            select(func.count())
+            .select_from(Job)
+            .where(
+                Job.account_id == account_id,
+                Job.queue == queue,
+                Job.status.in_(NON_TERMINAL),
+            )
+        )
+        or 0
+    )
+
+
+def count_created_since(
+    session: Session, account_id: str, queues: Sequence[str], since: datetime
+) -> int:
+    """Jobs created since `since` that did not fail (a failure is refunded and not counted)."""
+    return int(
+        session.scalar(
+            select(func.count())
+            .select_from(Job)
+            .where(
+                Job.account_id == account_id,
+                Job.queue.in_(queues),
+                Job.created_at >= since,
+                Job.status != "failed",
+            )
+        )
+        or 0
+    )

@@ -6,19 +6,24 @@ transaction, so redelivered tasks, racing cancels and lost workers charge exactl
 
 from __future__ import annotations
 
+import math
 import secrets
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
+from sqlalchemy.orm import Session
+
+from core.accounts import repository as accounts_repository
 from core.accounts.service import Caller
 from core.clock import utcnow
 from core.credits import service as credits
 from core.db import Database
+from core.idempotency import repository as idempotency_repository
 from core.ids import new_id
 from core.jobs import repository
-from core.models import Job, Media
+from core.models import Account, IdempotencyRecord, Job, Media
 from core.pagination import decode_cursor, encode_cursor
 
 CANCELLED_MESSAGE = "Job cancelled"
@@ -46,10 +51,101 @@ class Claim:
     token: str
 
 
-def create(db: Database, caller: Caller, new: NewJob) -> Job:
-    """Insert the pending job and reserve its price in one transaction (all or nothing)."""
+@dataclass(frozen=True)
+class IdempotencyClaim:
+    """An `Idempotency-Key` and what it was sent with: the endpoint and the body's hash."""
+
+    key: str
+    endpoint: str
+    body_hash: str
+
+
+class CreateRefused(Exception):
+    """A create the account's plan or balance does not allow; nothing was written."""
+
+
+class SubscriptionRequired(CreateRefused):
+    pass
+
+
+class ConcurrentLimitReached(CreateRefused):
+    def __init__(self, limit: int, in_flight: int) -> None:
+        super().__init__(f"{in_flight} of {limit} allowed generations in flight")
+        self.limit = limit
+        self.in_flight = in_flight
+
+
+class UsageLimitExceeded(CreateRefused):
+    def __init__(self, cap: int, retry_after: int) -> None:
+        super().__init__(f"the daily cap of {cap} generations is spent")
+        self.cap = cap
+        self.retry_after = retry_after
+
+
+class IdempotencyKeyReused(CreateRefused):
+    pass
+
+
+IDEMPOTENCY_TTL = timedelta(hours=24)
+GENERATION_QUEUES = ("image", "video")
+
+
+def _check_plan(session: Session, account: Account, new: NewJob, moment: datetime) -> None:
+    plan = accounts_repository.get_plan(session, account.plan_id)
+    if plan is None:
+        raise SubscriptionRequired(f"the account's plan {account.plan_id!r} does not exist")
+    if new.queue not in GENERATION_QUEUES:
+        return
+    if new.queue == "video" and not plan.allows_video:
+        raise SubscriptionRequired(f"the {plan.id} plan does not include video")
+    limit = plan.max_inflight_videos if new.queue == "video" else plan.max_inflight_images
+    in_flight = repository.count_in_flight(session, account.id, new.queue)
+    if in_flight >= limit:
+        raise ConcurrentLimitReached(limit, in_flight)
+    if plan.daily_generation_cap is not None:
+        midnight = moment.replace(hour=0, minute=0, second=0, microsecond=0)
+        created = repository.count_created_since(session, account.id, GENERATION_QUEUES, midnight)
+        if created >= plan.daily_generation_cap:
+            next_midnight = midnight + timedelta(days=1)
+            retry_after = max(1, math.ceil((next_midnight - moment).total_seconds()))
+            raise UsageLimitExceeded(plan.daily_generation_cap, retry_after)
+
+
+def _replay(
+    session: Session, caller: Caller, claim: IdempotencyClaim, moment: datetime
+) -> Job | None:
+    """The job an earlier request with this key created, or None when the key is fresh."""
+    record = idempotency_repository.find(session, caller.api_key_id, claim.key)
+    if record is None:
+        return None
+    if record.expires_at <= moment:
+        idempotency_repository.remove(session, record)
+        return None
+    if record.endpoint != claim.endpoint or record.body_hash != claim.body_hash:
+        raise IdempotencyKeyReused("this Idempotency-Key was used with another request")
+    return repository.get(session, record.job_id)
+
+
+def create(
+    db: Database,
+    caller: Caller,
+    new: NewJob,
+    idempotency: IdempotencyClaim | None = None,
+    now: datetime | None = None,
+) -> tuple[Job, bool]:
+    """Insert the pending job and reserve its price in one transaction (all or nothing).
+
+    Returns the job and whether it is the replay of an earlier request with the same
+    Idempotency-Key (then nothing new is created or charged). Raises `CreateRefused`."""
+    moment = now or utcnow()
     job_id = new_id()
     with db.write() as session:
+        account = accounts_repository.lock_account(session, caller.account_id)
+        if idempotency is not None:
+            replayed = _replay(session, caller, idempotency, moment)
+            if replayed is not None:
+                return replayed, True
+        _check_plan(session, account, new, moment)
         job = repository.add(
             session,
             Job(
@@ -64,11 +160,29 @@ def create(db: Database, caller: Caller, new: NewJob) -> Job:
                 parent_job_id=new.parent_job_id,
                 seed=secrets.randbits(31),
                 credits_reserved=new.price,
-                created_at=utcnow(),
+                created_at=moment,
             ),
         )
         credits.reserve(session, caller.account_id, job_id, new.price)
-    return job
+        if idempotency is not None:
+            idempotency_repository.add(
+                session,
+                IdempotencyRecord(
+                    api_key_id=caller.api_key_id,
+                    key=idempotency.key,
+                    endpoint=idempotency.endpoint,
+                    body_hash=idempotency.body_hash,
+                    job_id=job_id,
+                    created_at=moment,
+                    expires_at=moment + IDEMPOTENCY_TTL,
+                ),
+            )
+    return job, False
+
+
+def purge_idempotency_records(db: Database) -> int:
+    with db.write() as session:
+        return idempotency_repository.purge_expired(session, utcnow())
 
 
 def get_owned(db: Database, account_id: str, job_id: str) -> Job | None:

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from fastapi import APIRouter, Depends, Request
+from fastapi import APIRouter, Depends, Request, Response
 
 from core.accounts.service import Caller
 from gateway.auth import current_caller
 from gateway.contract import CREATE_ERROR_RESPONSES, NOT_YET_RESPONSES, ContractRoute, JobEnvelope
 from gateway.images import service
 from gateway.images.schemas import EditRequest, GenerateRequest, ResizeRequest, UpscaleRequest
-from gateway.jobs.router import presenter_for
+from gateway.jobs.creation import IdempotencyKey, accepted, claim_for
 from gateway.not_yet import not_implemented
 from gateway.runtime import Gateway, get_gateway
 
@@ -23,12 +23,15 @@ router = APIRouter(route_class=ContractRoute, responses=CREATE_ERROR_RESPONSES)
 )
 def generate(
     request: Request,
+    response: Response,
     body: GenerateRequest,
+    idempotency_key: IdempotencyKey = None,
     caller: Caller = Depends(current_caller),
     gateway: Gateway = Depends(get_gateway),
 ) -> Any:
-    job = service.generate(gateway, caller, body)
-    return {"data": presenter_for(request, gateway).created(job)}
+    claim = claim_for(idempotency_key, request, body)
+    job, replayed = service.generate(gateway, caller, body, claim)
+    return accepted(request, response, gateway, job, replayed)
 
 
 @router.post(

@@ -3,36 +3,22 @@
 from __future__ import annotations
 
 from core.accounts.service import Caller
-from core.credits.service import InsufficientCredits
 from core.jobs import service as jobs_service
 from core.models import Job
 from core.prices import price_of
 from core.sizes import image_size
-from gateway.errors import ApiError, validation_error
+from gateway.errors import validation_error
 from gateway.images.schemas import GenerateRequest
+from gateway.jobs.creation import create_job
 from gateway.runtime import Gateway
 
 
-def insufficient(error: InsufficientCredits) -> ApiError:
-    return ApiError(
-        402,
-        "INSUFFICIENT_CREDITS",
-        "Insufficient credits",
-        {"creditsRequired": error.required, "creditsAvailable": error.available},
-    )
-
-
-def create_job(gateway: Gateway, caller: Caller, new: jobs_service.NewJob) -> Job:
-    """Create (reserving credits) and publish; shared by every create endpoint."""
-    try:
-        job = jobs_service.create(gateway.services.db, caller, new)
-    except InsufficientCredits as error:
-        raise insufficient(error) from None
-    gateway.dispatcher.publish_new(job)
-    return job
-
-
-def generate(gateway: Gateway, caller: Caller, body: GenerateRequest) -> Job:
+def generate(
+    gateway: Gateway,
+    caller: Caller,
+    body: GenerateRequest,
+    claim: jobs_service.IdempotencyClaim | None,
+) -> tuple[Job, bool]:
     unresolved: dict[str, str] = {}
     if body.styleId is not None:
         unresolved["styleId"] = "style not found"
@@ -60,6 +46,7 @@ def generate(gateway: Gateway, caller: Caller, body: GenerateRequest) -> Job:
             operation="generate",
             queue="image",
             inputs=inputs,
-            price=price_of("generate", inputs),
+            price=price_of(gateway.services.config.prices, "generate", inputs),
         ),
+        claim,
     )

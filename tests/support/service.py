@@ -22,6 +22,7 @@ from core.accounts import service as accounts
 from core.services import Services
 from core.settings import Settings
 from gateway.app import build_gateway, create_app
+from gateway.runtime import Gateway
 
 REPO = Path(__file__).resolve().parents[2]
 SFUMATO = [sys.executable, "-m", "gateway.cli"]
@@ -125,6 +126,7 @@ class Service:
 
     mode: Mode
     services: Services
+    gateway: Gateway
     url: str
     workers: list[Process] = field(default_factory=list)
 
@@ -156,8 +158,7 @@ def running_service(mode: Mode, data_dir: Path) -> Iterator[Service]:
     env = {**mode.env, "SFUMATO_DATA_DIR": str(data_dir)}
     mode = Mode(mode.name, env, mode.separate_workers)
     services = Services.from_settings(mode.settings())
-    services.db.migrate()
-    accounts.sync_plans(services.db)
+    services.prepare()
     gateway = build_gateway(services, run_workers=not mode.separate_workers)
     server = ThreadedServer(create_app(gateway))
     workers = []
@@ -169,7 +170,9 @@ def running_service(mode: Mode, data_dir: Path) -> Iterator[Service]:
     server.start()
     for worker in workers:
         worker.wait_for_log(" ready.")
-    service = Service(mode=mode, services=services, url=server.url, workers=workers)
+    service = Service(
+        mode=mode, services=services, gateway=gateway, url=server.url, workers=workers
+    )
     try:
         yield service
     finally:

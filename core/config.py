@@ -1,0 +1,94 @@
+"""The service's configuration file: prices, plans and rate limits.
+
+Defaults ship in `core/defaults.toml`; `SFUMATO_CONFIG_FILE` names a TOML file whose values
+replace them key by key. Validated once at start-up, so a typo fails loudly there.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from limits import parse as parse_rate
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+DEFAULTS = Path(__file__).with_name("defaults.toml")
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class GeneratePrices(_Strict):
+    quality: dict[str, int]
+    resolution: dict[str, int]
+
+
+class ResolutionPrices(_Strict):
+    resolution: dict[str, int]
+
+
+class VideoPrices(_Strict):
+    per_second: dict[str, float]
+
+
+class FlatPrice(_Strict):
+    flat: int = Field(ge=0)
+
+
+class Prices(_Strict):
+    generate: GeneratePrices
+    edit: ResolutionPrices
+    reframe: ResolutionPrices
+    upscale: ResolutionPrices
+    animate: VideoPrices
+    transition: VideoPrices
+    extract_style: FlatPrice
+
+
+class PlanConfig(_Strict):
+    tier: str
+    video: bool
+    max_inflight_images: int = Field(ge=0)
+    max_inflight_videos: int = Field(ge=0)
+    daily_generation_cap: int = Field(ge=0)
+
+
+class RateLimits(_Strict):
+    image: str
+    video: str
+    style: str
+    upload: str
+    default: str
+
+    @field_validator("*")
+    @classmethod
+    def _parses(cls, value: str) -> str:
+        parse_rate(value)
+        return value
+
+
+class ServiceConfig(_Strict):
+    prices: Prices
+    plans: dict[str, PlanConfig]
+    rate_limits: RateLimits
+
+
+def _merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
+    merged = dict(base)
+    for key, value in override.items():
+        if isinstance(value, dict) and isinstance(merged.get(key), dict):
+            merged[key] = _merge(merged[key], value)
+        else:
+            merged[key] = value
+    return merged
+
+
+@cache
+def load_config(path: Path | None = None) -> ServiceConfig:
+    data = tomllib.loads(DEFAULTS.read_text())
+    if path is not None:
+        data = _merge(data, tomllib.loads(path.read_text()))
+    return ServiceConfig.model_validate(data)

@@ -1,0 +1,127 @@
+"""Per-key rate limits, counted by the `limits` library (in memory, or in Redis so every
+gateway replica shares one count), in fixed windows aligned to an injectable clock."""
+
+from __future__ import annotations
+
+import math
+import re
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import anyio
+from limits import RateLimitItem, parse
+from limits.storage import storage_from_string
+from limits.strategies import FixedWindowRateLimiter
+from starlette.datastructures import MutableHeaders
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from core.config import RateLimits
+from core.settings import Settings
+from gateway.errors import ApiError, error_response
+
+# (method, path pattern) -> bucket; anything else under /v1 is the default bucket.
+BUCKETS = (
+    ("POST", re.compile(r"^/v1/images/(generate|edit|resize|upscale)$"), "image"),
+    ("POST", re.compile(r"^/v1/videos/(image-to-video|frames)$"), "video"),
+    ("POST", re.compile(r"^/v1/styles/extract$"), "style"),
+    ("POST", re.compile(r"^/v1/uploads$"), "upload"),
+)
+
+
+def bucket_of(method: str, path: str) -> str:
+    for bucket_method, pattern, bucket in BUCKETS:
+        if method == bucket_method and pattern.match(path):
+            return bucket
+    return "default"
+
+
+@dataclass(frozen=True)
+class Decision:
+    allowed: bool
+    limit: int
+    remaining: int
+    reset_seconds: int
+
+    def headers(self) -> dict[str, str]:
+        return {
+            "X-RateLimit-Limit": str(self.limit),
+            "X-RateLimit-Remaining": str(self.remaining),
+            "X-RateLimit-Reset": str(self.reset_seconds),
+        }
+
+
+class RateLimiter:
+    def __init__(
+        self,
+        rates: RateLimits,
+        storage_uri: str,
+        namespace: str,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.items: dict[str, RateLimitItem] = {
+            bucket: parse(getattr(rates, bucket))
+            for bucket in ("image", "video", "style", "upload", "default")
+        }
+        self.counter = FixedWindowRateLimiter(storage_from_string(storage_uri))
+        self.namespace = namespace
+        self.clock = clock
+        # A network store is not called from the event loop.
+        self.blocking = not storage_uri.startswith("memory://")
+
+    @classmethod
+    def from_settings(cls, settings: Settings, rates: RateLimits) -> RateLimiter:
+        storage = settings.broker_url if settings.uses_redis else "memory://"
+        return cls(rates, storage, settings.namespace)
+
+    def hit(self, bucket: str, api_key_id: str) -> Decision:
+        """Count one request; the window is the clock's current one, so it rolls over when
+        the clock says, not when the store's first hit happened to be."""
+        item = self.items[bucket]
+        window = item.get_expiry()
+        now = self.clock()
+        index = int(now // window)
+        identifiers = (self.namespace, bucket, api_key_id, str(index))
+        allowed = self.counter.hit(item, *identifiers)
+        remaining = self.counter.get_window_stats(item, *identifiers).remaining
+        reset = max(1, math.ceil((index + 1) * window - now))
+        return Decision(allowed, item.amount, remaining, reset)
+
+
+class RateLimitMiddleware:
+    """After authentication (a 401 spends nothing): count the request in its bucket, refuse
+    it with 429 when the window is spent, and put the window's numbers on every answer."""
+
+    def __init__(self, app: ASGIApp, limiter: RateLimiter) -> None:
+        self.app = app
+        self.limiter = limiter
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        caller: Any = scope.get("state", {}).get("caller")
+        if scope["type"] != "http" or caller is None:
+            await self.app(scope, receive, send)
+            return
+        bucket = bucket_of(scope["method"], scope["path"])
+        if self.limiter.blocking:
+            decision = await anyio.to_thread.run_sync(self.limiter.hit, bucket, caller.api_key_id)
+        else:
+            decision = self.limiter.hit(bucket, caller.api_key_id)
+        if not decision.allowed:
+            refusal = ApiError(
+                429,
+                "RATE_LIMIT_ERROR",
+                "Rate limit exceeded",
+                headers={**decision.headers(), "Retry-After": str(decision.reset_seconds)},
+            )
+            await error_response(refusal)(scope, receive, send)
+            return
+
+        async def send_with_headers(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                headers = MutableHeaders(scope=message)
+                for name, value in decision.headers().items():
+                    headers[name] = value
+            await send(message)
+
+        await self.app(scope, receive, send_with_headers)
