@@ -53,3 +53,78 @@ class GeneratePipeline(Protocol):
     operation: str
 
     def run(self, inputs: GenerateInput, control: JobControl) -> ImageOutput: ...
+
+
+@dataclass(frozen=True)
+class EditInput:
+    """Change `source` as `prompt` instructs (not a new picture); `references` may lend a look."""
+
+    prompt: str
+    source: Image.Image
+    seed: int = 0
+    references: tuple[Image.Image, ...] = ()
+    style: StyleHints | None = None
+
+
+@dataclass(frozen=True)
+class ReframeInput:
+    """Show `source` at a new aspect ratio and size, extending the scene into the new area."""
+
+    source: Image.Image
+    width: int
+    height: int
+    seed: int = 0
+
+
+@dataclass(frozen=True)
+class UpscaleInput:
+    """Enlarge `source` to exactly `width` x `height` (its aspect ratio, up to rounding)."""
+
+    source: Image.Image
+    width: int
+    height: int
+    seed: int = 0
+
+
+@dataclass(frozen=True)
+class VideoOutput:
+    """A finished clip on disk (frames are streamed to the encoder, never held in memory)."""
+
+    path: str
+    width: int
+    height: int
+    frame_count: int
+    duration_seconds: float
+    has_audio: bool
+    notes: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class AnimateInput:
+    """Image-to-video: `image` is the first frame; the prompt chooses motion and ambience."""
+
+    image: Image.Image
+    prompt: str
+    duration: float
+    width: int
+    height: int
+    audio: bool = True
+    negative_prompt: str | None = None
+    seed: int = 0
+    output_path: str = ""
+
+
+@dataclass(frozen=True)
+class TransitionInput:
+    """A real in-between from `start` to `end` (not a cross-fade)."""
+
+    start: Image.Image
+    end: Image.Image
+    prompt: str
+    duration: float
+    width: int
+    height: int
+    audio: bool = True
+    negative_prompt: str | None = None
+    seed: int = 0
+    output_path: str = ""
