@@ -146,7 +146,7 @@ class Media(Base):
     account_id: Mapped[str] = mapped_column(ForeignKey("accounts.id"), index=True)
     job_id: Mapped[str | None] = mapped_column(ForeignKey("jobs.id"), nullable=True, index=True)
     kind: Mapped[str] = mapped_column(String(16))
-    storage_key: Mapped[str] = mapped_column(String(512))
+    storage_key: Mapped[str] = mapped_column(String(512), index=True)
     content_type: Mapped[str] = mapped_column(String(64))
     width: Mapped[int | None] = mapped_column(Integer, nullable=True)
     height: Mapped[int | None] = mapped_column(Integer, nullable=True)
@@ -181,3 +181,19 @@ class IdempotencyRecord(Base):
     job_id: Mapped[str] = mapped_column(ForeignKey("jobs.id"))
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     expires_at: Mapped[datetime] = mapped_column(UTCDateTime, index=True)
+
+
+class Upload(Base):
+    """A presigned upload. Its bytes land at `staging_key`; completing it vets them and creates
+    the media row (kind "upload") with the same id, after which `completed_at` is set."""
+
+    __tablename__ = "uploads"
+
+    id: Mapped[str] = mapped_column(String(36), primary_key=True, default=new_id)
+    account_id: Mapped[str] = mapped_column(ForeignKey("accounts.id"), index=True)
+    filename: Mapped[str] = mapped_column(String(255))
+    declared_content_type: Mapped[str] = mapped_column(String(64))
+    staging_key: Mapped[str] = mapped_column(String(512), unique=True)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    expires_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    completed_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)

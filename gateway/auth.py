@@ -8,7 +8,7 @@ from core.accounts.service import Caller
 from gateway.errors import unauthorized
 
 
-def current_caller(request: Request) -> Caller:
+async def current_caller(request: Request) -> Caller:
     caller = getattr(request.state, "caller", None)
     if not isinstance(caller, Caller):
         raise unauthorized()

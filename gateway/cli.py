@@ -11,7 +11,7 @@ import typer
 from core.accounts import service as accounts
 from core.services import Services
 from core.settings import Settings
-from workers.queues import QUEUES
+from workers.queues import QUEUES, broker_queue
 
 app = typer.Typer(help="Sfumato: self-hostable image and video generation.", no_args_is_help=True)
 accounts_app = typer.Typer(help="Accounts and credits.", no_args_is_help=True)
@@ -108,7 +108,7 @@ def worker(
     celery = make_celery(settings, runner=runner)
     celery.set_default()
     celery.Worker(
-        queues=[queue],
+        queues=[broker_queue(settings.namespace, queue)],
         concurrency=threads,
         pool_cls="workers.pool:AppThreadPool",
         hostname=f"{queue}@{socket.gethostname()}",

@@ -8,12 +8,11 @@ import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import anyio
 from limits import RateLimitItem, parse
-from limits.storage import storage_from_string
-from limits.strategies import FixedWindowRateLimiter
+from limits.storage import Storage, storage_from_string
 from starlette.datastructures import MutableHeaders
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -64,7 +63,7 @@ class RateLimiter:
             bucket: parse(getattr(rates, bucket))
             for bucket in ("image", "video", "style", "upload", "default")
         }
-        self.counter = FixedWindowRateLimiter(storage_from_string(storage_uri))
+        self.storage = cast(Storage, storage_from_string(storage_uri))
         self.namespace = namespace
         self.clock = clock
         # A network store is not called from the event loop.
@@ -82,11 +81,11 @@ class RateLimiter:
         window = item.get_expiry()
         now = self.clock()
         index = int(now // window)
-        identifiers = (self.namespace, bucket, api_key_id, str(index))
-        allowed = self.counter.hit(item, *identifiers)
-        remaining = self.counter.get_window_stats(item, *identifiers).remaining
+        key = item.key_for(self.namespace, bucket, api_key_id, str(index))
+        # One atomic increment (one round trip on Redis) gives both verdict and remainder.
+        count = self.storage.incr(key, window)
         reset = max(1, math.ceil((index + 1) * window - now))
-        return Decision(allowed, item.amount, remaining, reset)
+        return Decision(count <= item.amount, item.amount, max(0, item.amount - count), reset)
 
 
 class RateLimitMiddleware:

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-import anyio
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from core.accounts import service as accounts
 from gateway.errors import ApiError, error_response, unauthorized
+from gateway.reads import run_read
 from gateway.runtime import Gateway
 
 API_PREFIX = "/v1"
@@ -99,9 +99,8 @@ class AuthMiddleware:
         key = presented_key(dict(scope["headers"]))
         caller = None
         if key:
-            caller = await anyio.to_thread.run_sync(
-                accounts.authenticate, self.gateway.services.db, key
-            )
+            db = self.gateway.services.db
+            caller = await run_read(db, lambda: accounts.authenticate(db, key))
         if caller is None:
             await _send_error(send, unauthorized())
             return

@@ -20,6 +20,6 @@ class Gateway:
     embedded_workers: EmbeddedWorkers | None = None
 
 
-def get_gateway(request: Request) -> Gateway:
+async def get_gateway(request: Request) -> Gateway:
     gateway: Gateway = request.app.state.gateway
     return gateway

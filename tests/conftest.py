@@ -3,6 +3,10 @@
 The HTTP suite runs twice: embedded (SQLite, in-process broker and workers) and distributed
 (PostgreSQL, Redis, worker processes) when SFUMATO_TEST_POSTGRES_URL and SFUMATO_TEST_REDIS_URL
 are set; `.ci/run` sets them. Without them the distributed runs are reported as skipped.
+Storage tests (uploads, references) also ask for a third deployment by indirect
+parametrization, `pytest.mark.parametrize("service", [..., "s3"], indirect=True)`: embedded,
+with its media in an S3-protocol server the tests start. Being one fixture, only one of the
+three runs at a time (two embedded services in one process would share the in-memory broker).
 """
 
 from __future__ import annotations
@@ -10,12 +14,14 @@ from __future__ import annotations
 import os
 import uuid
 from collections.abc import Iterator
+from contextlib import ExitStack
 from pathlib import Path
 
 import psycopg
 import pytest
 import redis
 
+from tests.support.s3 import s3_server
 from tests.support.service import TEST_PIPELINES, Mode, Service, running_service
 
 POSTGRES_URL = os.environ.get("SFUMATO_TEST_POSTGRES_URL")
@@ -72,19 +78,28 @@ def distributed_mode(database_url: str, broker_url: str) -> Mode:
     return Mode("distributed", env, separate_workers=True)
 
 
+def s3_mode(storage_url: str) -> Mode:
+    """Embedded with media in S3, and the fetcher allowed to reach this machine's test web
+    servers (SFUMATO_FETCH_ALLOW)."""
+    env = {**COMMON_ENV, "SFUMATO_STORAGE_URL": storage_url, "SFUMATO_FETCH_ALLOW": "127.0.0.1"}
+    return Mode("s3", env, separate_workers=False)
+
+
 @pytest.fixture(scope="session", params=["embedded", "distributed"])
 def service(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[Service]:
-    if request.param == "embedded":
-        mode = embedded_mode()
-    else:
-        mode = distributed_mode(
-            request.getfixturevalue("postgres_database"), request.getfixturevalue("redis_url")
-        )
-    data_dir: Path = tmp_path_factory.mktemp(f"service-{request.param}")
-    with running_service(mode, data_dir) as running:
-        yield running
+    with ExitStack() as stack:
+        if request.param == "embedded":
+            mode = embedded_mode()
+        elif request.param == "s3":
+            mode = s3_mode(stack.enter_context(s3_server()))
+        else:
+            mode = distributed_mode(
+                request.getfixturevalue("postgres_database"), request.getfixturevalue("redis_url")
+            )
+        data_dir: Path = tmp_path_factory.mktemp(f"service-{request.param}")
+        yield stack.enter_context(running_service(mode, data_dir))
 
 
 @pytest.fixture

@@ -56,7 +56,8 @@ def test_unresolvable_style_and_references_name_their_field(service: Service, ke
     body = {
         **VALID,
         "styleId": "0190b5d2-3f1e-7c1a-8b2a-9d0e1f2a3b4c",
-        "references": ["https://example.com/a.png", "0190b5d2-3f1e-7c1a-8b2a-9d0e1f2a3b4d"],
+        # Neither resolves: this machine is never fetched from, and the id names nothing.
+        "references": ["https://127.0.0.1/a.png", "0190b5d2-3f1e-7c1a-8b2a-9d0e1f2a3b4d"],
     }
     with service.client(key) as client:
         error = client.post("/images/generate", json=body).json()["error"]

@@ -13,12 +13,13 @@ from datetime import datetime, timedelta
 
 from celery import Celery
 
+from core.accounts import repository as accounts_repository
 from core.clock import utcnow
 from core.jobs import repository as jobs_repository
 from core.jobs import service as jobs_service
 from core.models import Job
 from core.services import Services
-from workers.queues import RUN_JOB_TASK
+from workers.queues import RUN_JOB_TASK, broker_queue
 
 log = logging.getLogger(__name__)
 SWEEP_BATCH = 500
@@ -31,10 +32,7 @@ class Dispatcher:
 
     def publish(self, job_id: str, queue: str, expected_dispatched_at: datetime | None) -> bool:
         """Send the job's task; record it unless another dispatcher recorded it first."""
-        try:
-            self.publisher.send_task(RUN_JOB_TASK, args=[job_id], queue=queue, task_id=job_id)
-        except Exception as error:  # the broker is down: the sweep will publish it later
-            log.warning("could not publish job %s: %s", job_id, error)
+        if not self._send(job_id, queue):
             return False
         with self.services.db.write() as session:
             return jobs_repository.mark_dispatched(
@@ -42,7 +40,43 @@ class Dispatcher:
             )
 
     def publish_new(self, job: Job) -> None:
-        self.publish(job.id, job.queue, None)
+        if job.queue == "video":
+            self.advance_video_line(job.account_id)
+        else:
+            self.publish(job.id, job.queue, None)
+
+    def advance_video_line(self, account_id: str) -> None:
+        """Publish the account's oldest waiting video unless one of its videos holds the line.
+
+        One account's videos run one after another in creation order (the video pool is small);
+        other accounts' videos pass freely. Called after a video is created, finishes, fails or
+        is cancelled, and by the sweep; the account lock makes concurrent calls publish once.
+        """
+        with self.services.db.write() as session:
+            accounts_repository.lock_account(session, account_id)
+            if jobs_repository.video_line_held(session, account_id):
+                return
+            job = jobs_repository.next_in_video_line(session, account_id)
+            if job is None:
+                return
+            # Stamped before sending: the stamp is what holds the line; a send that fails is
+            # sent again by the sweep once the stamp is stale.
+            job.dispatched_at = utcnow()
+            job_id = job.id
+        self._send(job_id, "video")
+
+    def _send(self, job_id: str, queue: str) -> bool:
+        try:
+            self.publisher.send_task(
+                RUN_JOB_TASK,
+                args=[job_id],
+                queue=broker_queue(self.services.settings.namespace, queue),
+                task_id=job_id,
+            )
+        except Exception as error:  # the broker is down: the sweep will publish it later
+            log.warning("could not publish job %s: %s", job_id, error)
+            return False
+        return True
 
     def revoke(self, job_id: str) -> None:
         """Drop a queued task early; harmless if it already ran (its claim would fail)."""
@@ -62,7 +96,8 @@ class Dispatcher:
         for job in lapsed:
             if jobs_service.recover_lapsed(db, job, settings.max_attempts):
                 log.warning("job %s lost its worker; attempt %d follows", job.id, job.attempts + 1)
-                published += self.publish(job.id, job.queue, None)
+                if job.queue != "video":
+                    published += self.publish(job.id, job.queue, None)
             else:
                 self.services.events.publish(job.id)
         with db.read() as session:
@@ -80,7 +115,14 @@ class Dispatcher:
             published += self.publish(job.id, job.queue, None)
         for job in stale:
             published += self.publish(job.id, job.queue, job.dispatched_at)
+        self._advance_video_lines(now - timedelta(seconds=settings.dispatch_grace_seconds))
         return published
+
+    def _advance_video_lines(self, created_before: datetime) -> None:
+        with self.services.db.read() as session:
+            waiting = jobs_repository.accounts_with_waiting_videos(session, created_before)
+        for account_id in waiting:
+            self.advance_video_line(account_id)
 
     def recover_after_restart(self) -> int:
         """Embedded mode only: this process is the only worker, so whatever was in flight when
@@ -93,4 +135,6 @@ class Dispatcher:
             jobs_service.recover_lapsed(self.services.db, job, self.services.settings.max_attempts)
         with self.services.db.read() as session:
             pending = list(jobs_repository.undispatched(session, utcnow(), 100_000))
-        return sum(self.publish(job.id, job.queue, None) for job in pending)
+        published = sum(self.publish(job.id, job.queue, None) for job in pending)
+        self._advance_video_lines(utcnow())
+        return published

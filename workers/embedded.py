@@ -12,6 +12,7 @@ from celery.worker import state as worker_state
 
 from core.services import Services
 from workers.celery_app import make_celery
+from workers.queues import broker_queue
 from workers.runner import JobRunner
 
 log = logging.getLogger(__name__)
@@ -48,7 +49,7 @@ class EmbeddedWorkers:
             app = make_celery(self.services.settings, runner=self.runner)
             controller = _ReadyWorkController(
                 app=app,
-                queues=[queue],
+                queues=[broker_queue(self.services.settings.namespace, queue)],
                 concurrency=threads,
                 pool_cls="workers.pool:AppThreadPool",
                 hostname=f"{queue}@embedded",

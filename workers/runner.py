@@ -14,6 +14,7 @@ from typing import Any
 from PIL import Image
 
 from core.ids import new_id
+from core.images import decode_first_frame
 from core.jobs import service as jobs_service
 from core.models import Job, Media
 from core.services import Services
@@ -30,6 +31,10 @@ class ClaimLost(Exception):
     """The job was cancelled or handed to another worker while this one ran it."""
 
 
+class InputUnavailable(Exception):
+    """An input image the job names could not be read from storage."""
+
+
 @dataclass
 class Outcome:
     """What an operation produced: the job's result, its stored media, a note for the job."""
@@ -43,7 +48,9 @@ class LeaseKeeper:
     """Renews the job's lease in the background and notices a cancel or a lost claim.
 
     The pipeline's `progress` calls only read a flag this thread sets, so checking for cancel at
-    every step costs nothing; the database is asked a few times a second at most.
+    every step costs nothing. The thread reads the claim a few times a second (a read, which
+    never waits for writers) and writes the lease only every third of its length, so running
+    jobs do not crowd the database's write lock.
     """
 
     def __init__(self, services: Services, claim: jobs_service.Claim) -> None:
@@ -52,7 +59,8 @@ class LeaseKeeper:
         self._fraction = 0.0
         self._lost = threading.Event()
         self._stop = threading.Event()
-        self._interval = min(0.25, services.settings.lease_seconds / 4)
+        self._check_interval = min(0.25, services.settings.lease_seconds / 4)
+        self._renew_interval = services.settings.lease_seconds / 3
         self._thread = threading.Thread(
             target=self._run, name=f"lease-{claim.job.id[:8]}", daemon=True
         )
@@ -66,14 +74,17 @@ class LeaseKeeper:
         self._thread.join()
 
     def _run(self) -> None:
-        while not self._stop.wait(self._interval):
+        db = self._services.db
+        renewed_at = time.monotonic()
+        while not self._stop.wait(self._check_interval):
             try:
-                alive = jobs_service.renew_lease(
-                    self._services.db,
-                    self._claim,
-                    self._services.settings.lease_seconds,
-                    self._fraction,
-                )
+                if time.monotonic() - renewed_at >= self._renew_interval:
+                    alive = jobs_service.renew_lease(
+                        db, self._claim, self._services.settings.lease_seconds, self._fraction
+                    )
+                    renewed_at = time.monotonic()
+                else:
+                    alive = jobs_service.holds_claim(db, self._claim)
             except Exception as error:  # the database blinked: the lease outlives a blink
                 log.warning("could not renew the lease of job %s: %s", self._claim.job.id, error)
                 continue
@@ -146,12 +157,24 @@ class JobRunner:
                 quality=inputs["quality"],
                 variations=inputs["variations"],
                 seed=job.seed,
+                references=self._load_images(inputs["references"]),
             ),
             keeper,
         )
         keeper.progress(0.95, "storing")
         result, media = self._store_images(job, output.images)
         return Outcome(result, media, "; ".join(output.notes) or None)
+
+    def _load_images(self, entries: list[dict[str, Any]]) -> tuple[Image.Image, ...]:
+        """Input images from storage, where the gateway put them when it resolved them."""
+        images = []
+        for entry in entries:
+            try:
+                data = self.services.storage.get_bytes(entry["key"])
+            except StorageError as error:
+                raise InputUnavailable(entry["key"]) from error
+            images.append(decode_first_frame(data))
+        return tuple(images)
 
     def _store_images(
         self, job: Job, images: list[Image.Image]
@@ -209,6 +232,8 @@ class JobRunner:
 
 
 def _failure_message(error: Exception) -> str:
+    if isinstance(error, InputUnavailable):
+        return "Could not read an input image; the credits were refunded"
     if isinstance(error, StorageError):
         return "Could not store the result; the credits were refunded"
     if isinstance(error, MemoryError):

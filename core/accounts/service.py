@@ -178,16 +178,18 @@ def authenticate(db: Database, plaintext: str | None, now: datetime | None = Non
     if not plaintext or not plaintext.startswith(KEY_PREFIX) or len(plaintext) > 200:
         return None
     now = now or utcnow()
-    with db.read() as session:
-        found = repository.key_with_account(session, hash_key(plaintext))
+    with db.statements() as connection:
+        found = repository.caller_by_key_hash(connection, hash_key(plaintext))
     if found is None:
         return None
-    key, account = found
-    if key.state != "active" or (key.expires_at is not None and key.expires_at <= now):
+    if found.state != "active" or (found.expires_at is not None and found.expires_at <= now):
         return None
-    if key.last_used_at is None or now - key.last_used_at > TOUCH_INTERVAL:
+    if found.last_used_at is None or now - found.last_used_at > TOUCH_INTERVAL:
         with db.write() as session:
-            repository.touch_key(session, key.id, now)
+            repository.touch_key(session, found.key_id, now)
     return Caller(
-        account_id=account.id, api_key_id=key.id, email=account.email, plan_id=account.plan_id
+        account_id=found.account_id,
+        api_key_id=found.key_id,
+        email=found.email,
+        plan_id=found.plan_id,
     )

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import and_, func, or_, select, update
+from sqlalchemy import Connection, and_, bindparam, func, or_, select, update
 from sqlalchemy.orm import Session
 
 from core.models import Job, Media
@@ -25,12 +25,6 @@ def get(session: Session, job_id: str, *, for_update: bool = False) -> Job | Non
     if for_update:
         query = query.with_for_update()
     return session.scalars(query).first()
-
-
-def get_owned(session: Session, job_id: str, account_id: str) -> Job | None:
-    return session.scalars(
-        select(Job).where(Job.id == job_id, Job.account_id == account_id)
-    ).first()
 
 
 def page(
@@ -107,10 +101,14 @@ def transition(
 
 
 def undispatched(session: Session, created_before: datetime, limit: int) -> Sequence[Job]:
+    """Committed, never published jobs; videos excepted: they wait in their account's line."""
     return session.scalars(
         select(Job)
         .where(
-            Job.status == "pending", Job.dispatched_at.is_(None), Job.created_at < created_before
+            Job.status == "pending",
+            Job.dispatched_at.is_(None),
+            Job.created_at < created_before,
+            Job.queue != "video",
         )
         .order_by(Job.created_at)
         .limit(limit)
@@ -190,4 +188,81 @@ def count_created_since(
             )
         )
         or 0
+    )
+
+
+def video_line_held(session: Session, account_id: str) -> bool:
+    """Whether one of the account's videos is running or published (it holds the line)."""
+    holder = session.scalars(
+        select(Job.id)
+        .where(
+            Job.account_id == account_id,
+            Job.queue == "video",
+            or_(
+                Job.status == "processing",
+                and_(Job.status == "pending", Job.dispatched_at.is_not(None)),
+            ),
+        )
+        .limit(1)
+    ).first()
+    return holder is not None
+
+
+def next_in_video_line(session: Session, account_id: str) -> Job | None:
+    return session.scalars(
+        select(Job)
+        .where(
+            Job.account_id == account_id,
+            Job.queue == "video",
+            Job.status == "pending",
+            Job.dispatched_at.is_(None),
+        )
+        .order_by(Job.created_at, Job.id)
+        .limit(1)
+    ).first()
+
+
+def accounts_with_waiting_videos(session: Session, created_before: datetime) -> list[str]:
+    return list(
+        session.scalars(
+            select(Job.account_id)
+            .where(
+                Job.queue == "video",
+                Job.status == "pending",
+                Job.dispatched_at.is_(None),
+                Job.created_at < created_before,
+            )
+            .distinct()
+        )
+    )
+
+
+# Built once: the per-request job read reuses the compiled statement and its result metadata.
+JOB_VIEW_BY_ID = select(
+    Job.id,
+    Job.account_id,
+    Job.type,
+    Job.queue,
+    Job.status,
+    Job.created_at,
+    Job.result,
+    Job.error,
+).where(Job.id == bindparam("job_id"), Job.account_id == bindparam("account_id"))
+
+
+def view_owned(connection: Connection, job_id: str, account_id: str) -> Any:
+    """What the API shows of one of the account's jobs (a row with the Job's column names)."""
+    return connection.execute(JOB_VIEW_BY_ID, {"job_id": job_id, "account_id": account_id}).first()
+
+
+CLAIM_IS_CURRENT = select(Job.id).where(
+    Job.id == bindparam("job_id"),
+    Job.claim_token == bindparam("token"),
+    Job.status == "processing",
+)
+
+
+def claim_is_current(connection: Connection, job_id: str, token: str) -> bool:
+    return (
+        connection.execute(CLAIM_IS_CURRENT, {"job_id": job_id, "token": token}).first() is not None
     )

@@ -185,9 +185,11 @@ def purge_idempotency_records(db: Database) -> int:
         return idempotency_repository.purge_expired(session, utcnow())
 
 
-def get_owned(db: Database, account_id: str, job_id: str) -> Job | None:
-    with db.read() as session:
-        return repository.get_owned(session, job_id, account_id)
+def view_owned(db: Database, account_id: str, job_id: str) -> Any:
+    """The account's job as the API shows it (id, type, queue, status, times, result, error),
+    read without a session: this is the poll every client makes, often."""
+    with db.statements() as connection:
+        return repository.view_owned(connection, job_id, account_id)
 
 
 def list_page(
@@ -261,6 +263,12 @@ def renew_lease(db: Database, claim: Claim, lease_seconds: float, progress: floa
             utcnow() + timedelta(seconds=lease_seconds),
             progress,
         )
+
+
+def holds_claim(db: Database, claim: Claim) -> bool:
+    """Whether the job is still processing under this claim (not cancelled, not taken over)."""
+    with db.statements() as connection:
+        return repository.claim_is_current(connection, claim.job.id, claim.token)
 
 
 def complete(

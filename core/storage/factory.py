@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 from pathlib import Path
+from urllib.parse import parse_qs, urlsplit
 
 from core.settings import Settings
 from core.storage.base import Storage
 from core.storage.local import LocalStorage
+from core.storage.s3 import S3Storage
+
+SUPPORTED = "file://PATH or s3://BUCKET[?endpoint=URL&region=NAME]"
 
 
 def storage_from_settings(settings: Settings) -> Storage:
@@ -15,4 +19,15 @@ def storage_from_settings(settings: Settings) -> Storage:
         return LocalStorage(settings.ensure_data_dir() / "media", settings.signing_key())
     if url.startswith("file://"):
         return LocalStorage(Path(url.removeprefix("file://")), settings.signing_key())
-    raise ValueError(f"unsupported SFUMATO_STORAGE_URL {url!r} (supported: file://PATH)")
+    if url.startswith("s3://"):
+        return _s3_storage(url)
+    raise ValueError(f"unsupported SFUMATO_STORAGE_URL {url!r} (supported: {SUPPORTED})")
+
+
+def _s3_storage(url: str) -> S3Storage:
+    parts = urlsplit(url)
+    options = {name: values[-1] for name, values in parse_qs(parts.query).items()}
+    unknown = set(options) - {"endpoint", "region"}
+    if not parts.netloc or parts.path not in ("", "/") or unknown:
+        raise ValueError(f"unsupported SFUMATO_STORAGE_URL {url!r} (supported: {SUPPORTED})")
+    return S3Storage(parts.netloc, options.get("endpoint"), options.get("region"))

@@ -1,4 +1,8 @@
-"""Files under the data directory, served by the gateway itself at signed `/files/...` URLs."""
+"""Files under the data directory, served by the gateway itself at signed `/files/...` URLs.
+
+GET URLs are signed over (method, key, expiry); upload URLs also bind the declared content type
+and the maximum size, which the gateway's PUT route enforces while streaming.
+"""
 
 from __future__ import annotations
 
@@ -7,8 +11,11 @@ import hmac
 import os
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
-from urllib.parse import quote, urlencode
+from typing import BinaryIO
+from urllib.parse import parse_qs, quote, unquote, urlencode, urlsplit
 
 from core.storage.base import Storage, StorageError
 
@@ -27,21 +34,28 @@ class LocalStorage(Storage):
             raise StorageError(f"key outside the store: {key!r}")
         return path
 
-    def put_bytes(self, key: str, data: bytes, content_type: str) -> None:
+    @contextmanager
+    def writer(self, key: str) -> Iterator[BinaryIO]:
+        """A file to write the object into; it appears under `key` only if the block ends
+        without an exception (temp file + rename: readers never see half a file)."""
         path = self.path_of(key)
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
-            # Write then rename, so a reader never sees half a file and a full disk leaves none.
             handle, temp_name = tempfile.mkstemp(dir=path.parent, prefix=".part-")
-            try:
-                with os.fdopen(handle, "wb") as temp_file:
-                    temp_file.write(data)
-                os.replace(temp_name, path)
-            except BaseException:
-                Path(temp_name).unlink(missing_ok=True)
-                raise
         except OSError as error:
             raise StorageError(f"cannot store {key}: {error}") from error
+        try:
+            with os.fdopen(handle, "wb") as temp_file:
+                yield temp_file
+            os.replace(temp_name, path)
+        except OSError as error:
+            raise StorageError(f"cannot store {key}: {error}") from error
+        finally:
+            Path(temp_name).unlink(missing_ok=True)
+
+    def put_bytes(self, key: str, data: bytes, content_type: str) -> None:
+        with self.writer(key) as handle:
+            handle.write(data)
 
     def get_bytes(self, key: str) -> bytes:
         try:
@@ -49,20 +63,60 @@ class LocalStorage(Storage):
         except OSError as error:
             raise StorageError(f"cannot read {key}: {error}") from error
 
+    def size_of(self, key: str) -> int | None:
+        path = self.path_of(key)
+        return path.stat().st_size if path.is_file() else None
+
     def delete(self, key: str) -> None:
         self.path_of(key).unlink(missing_ok=True)
 
-    def signature(self, method: str, key: str, expires: int) -> str:
-        message = f"{method}\n{key}\n{expires}".encode()
+    def signature(self, method: str, key: str, expires: int, *bound: str) -> str:
+        message = "\n".join((method, key, str(expires), *bound)).encode()
         return hmac.new(self._signing_key, message, hashlib.sha256).hexdigest()
 
-    def verify(self, method: str, key: str, expires: int, signature: str) -> bool:
+    def verify(self, method: str, key: str, expires: int, signature: str, *bound: str) -> bool:
         if expires < time.time():
             return False
-        return hmac.compare_digest(self.signature(method, key, expires), signature)
+        expected = self.signature(method, key, expires, *bound)
+        return hmac.compare_digest(expected.encode(), signature.encode())
 
     def url_for(self, key: str, *, base_url: str, expires_in: int) -> str:
         # Rounded to the hour so repeated reads of one job give one URL (and browser caching).
         expires = (int(time.time()) + expires_in) // 3600 * 3600 + 3600
         query = urlencode({"expires": expires, "signature": self.signature("GET", key, expires)})
         return f"{base_url.rstrip('/')}{FILES_ROUTE}/{quote(key)}?{query}"
+
+    def upload_url_for(
+        self, key: str, *, content_type: str, max_bytes: int, base_url: str, expires_in: int
+    ) -> str:
+        expires = int(time.time()) + expires_in
+        signature = self.signature("PUT", key, expires, content_type, str(max_bytes))
+        query = urlencode(
+            {
+                "expires": expires,
+                "contentType": content_type,
+                "maxBytes": max_bytes,
+                "signature": signature,
+            }
+        )
+        return f"{base_url.rstrip('/')}{FILES_ROUTE}/{quote(key)}?{query}"
+
+    def key_from_url(self, url: str) -> str | None:
+        # Any host: the signature, not the address, proves the URL is ours.
+        try:
+            parts = urlsplit(url)
+        except ValueError:
+            return None
+        if not parts.path.startswith(FILES_ROUTE + "/"):
+            return None
+        key = unquote(parts.path[len(FILES_ROUTE) + 1 :])
+        query = {name: values[-1] for name, values in parse_qs(parts.query).items()}
+        expires, signature = query.get("expires", ""), query.get("signature", "")
+        if not expires.isdigit():
+            return None
+        if "contentType" in query:
+            bound = (query["contentType"], query.get("maxBytes", ""))
+            expected = self.signature("PUT", key, int(expires), *bound)
+        else:
+            expected = self.signature("GET", key, int(expires))
+        return key if hmac.compare_digest(expected.encode(), signature.encode()) else None

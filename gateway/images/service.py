@@ -6,6 +6,7 @@ from core.accounts.service import Caller
 from core.jobs import service as jobs_service
 from core.models import Job
 from core.prices import price_of
+from core.references.service import Reference, UnresolvedReferences, resolve_references
 from core.sizes import image_size
 from gateway.errors import validation_error
 from gateway.images.schemas import GenerateRequest
@@ -22,8 +23,15 @@ def generate(
     unresolved: dict[str, str] = {}
     if body.styleId is not None:
         unresolved["styleId"] = "style not found"
-    for index, _reference in enumerate(body.references):
-        unresolved[f"references[{index}]"] = "reference not found"
+    references: dict[str, Reference] = {}
+    try:
+        references = resolve_references(
+            gateway.services,
+            caller.account_id,
+            {f"references[{index}]": value for index, value in enumerate(body.references)},
+        )
+    except UnresolvedReferences as error:
+        unresolved.update(error.details)
     if unresolved:
         raise validation_error(unresolved, "A referenced resource could not be resolved")
     width, height = image_size(body.aspectRatio, body.resolution)
@@ -36,7 +44,7 @@ def generate(
         "width": width,
         "height": height,
         "styleId": None,
-        "references": [],
+        "references": [reference.as_input() for reference in references.values()],
     }
     return create_job(
         gateway,

@@ -2,11 +2,22 @@
 
 from __future__ import annotations
 
-from typing import Any
+from datetime import datetime
+from typing import Any, Protocol
 
 from core.clock import isoformat_ms
-from core.models import Job
 from core.storage import Storage
+
+
+class JobLike(Protocol):
+    """What the presenter reads: a Job row, or a lighter row with the same column names."""
+
+    id: str
+    type: str
+    status: str
+    created_at: datetime
+    result: dict[str, Any] | None
+    error: dict[str, Any] | None
 
 
 class JobPresenter:
@@ -18,7 +29,7 @@ class JobPresenter:
     def url(self, key: str) -> str:
         return self.storage.url_for(key, base_url=self.base_url, expires_in=self.url_seconds)
 
-    def created(self, job: Job) -> dict[str, Any]:
+    def created(self, job: JobLike) -> dict[str, Any]:
         """What a create answers: id, type, status and createdAt only."""
         return {
             "id": job.id,
@@ -27,7 +38,7 @@ class JobPresenter:
             "createdAt": isoformat_ms(job.created_at),
         }
 
-    def job(self, job: Job) -> dict[str, Any]:
+    def job(self, job: JobLike) -> dict[str, Any]:
         view = self.created(job)
         if job.status == "completed" and job.result is not None:
             view["result"] = self._result(job.result)

@@ -3,21 +3,21 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Annotated, Any, Literal
 
-import anyio
 from fastapi import APIRouter, Depends, Query, Request
+from fastapi.responses import JSONResponse
 
 from core.accounts.service import Caller
 from core.ids import parse_uuid
 from core.jobs import service as jobs_service
-from core.models import Job
 from core.pagination import BadCursor
 from gateway.auth import current_caller
 from gateway.contract import ERROR_RESPONSES, ContractRoute, JobEnvelope, JobPage
 from gateway.errors import not_found, validation_error
-from gateway.jobs.presenter import JobPresenter
+from gateway.jobs.presenter import JobLike, JobPresenter
+from gateway.reads import run_read
 from gateway.runtime import Gateway, get_gateway
 
 router = APIRouter(route_class=ContractRoute, responses=ERROR_RESPONSES)
@@ -48,32 +48,35 @@ async def read_job(
     raw_id: str,
     types: Sequence[str],
     wait: str | None,
-) -> dict[str, Any]:
+) -> JSONResponse:
     """The caller's job of one of `types`, after waiting for a terminal state if asked."""
     job_id = parse_uuid(raw_id)
     if job_id is None:
         raise not_found("Job")
     db = gateway.services.db
 
-    def load() -> Job | None:
-        job = jobs_service.get_owned(db, caller.account_id, job_id)
+    def load() -> JobLike | None:
+        job = jobs_service.view_owned(db, caller.account_id, job_id)
         return job if job is not None and job.type in types else None
 
     if wait != "true":
-        job = await anyio.to_thread.run_sync(load)
+        job = await run_read(db, load)
     else:
         job = await _wait_for_terminal(gateway, job_id, load)
     if job is None:
         raise not_found("Job")
-    return {"data": presenter_for(request, gateway).job(job)}
+    return JSONResponse({"data": presenter_for(request, gateway).job(job)})
 
 
-async def _wait_for_terminal(gateway: Gateway, job_id: str, load: Any) -> Job | None:
+async def _wait_for_terminal(
+    gateway: Gateway, job_id: str, load: Callable[[], JobLike | None]
+) -> JobLike | None:
     """Hold until the job is terminal or the wait runs out; wake-ups are pushed, not polled."""
     loop = asyncio.get_running_loop()
     deadline = loop.time() + gateway.services.settings.wait_seconds
+    db = gateway.services.db
     async with gateway.services.events.subscribe(job_id) as changed:
-        job: Job | None = await anyio.to_thread.run_sync(load)
+        job = await run_read(db, load)
         while job is not None and job.status not in TERMINAL:
             remaining = deadline - loop.time()
             if remaining <= 0:
@@ -83,7 +86,7 @@ async def _wait_for_terminal(gateway: Gateway, job_id: str, load: Any) -> Job | 
             except TimeoutError:
                 break
             changed.clear()
-            job = await anyio.to_thread.run_sync(load)
+            job = await run_read(db, load)
     return job
 
 
@@ -175,4 +178,6 @@ def cancel_job(
     if was_pending_or_running:
         gateway.dispatcher.revoke(job.id)
         gateway.services.events.publish(job.id)
+        if job.queue == "video":
+            gateway.dispatcher.advance_video_line(job.account_id)
     return {"data": presenter_for(request, gateway).job(job)}

@@ -2,7 +2,8 @@
 
 `[sleep S]` at the start of a prompt makes the job take S seconds in small cancellable steps and
 then paint solid images of the promised size (fast, for tests about the job spine, not pixels);
-`[fail]` makes it raise. Any other prompt goes to the builtin pipeline untouched.
+`[fail]` makes it raise; `[echo-reference]` returns the first reference image resized, to show
+which pixels reached the pipeline. Any other prompt goes to the builtin pipeline untouched.
 """
 
 from __future__ import annotations
@@ -27,6 +28,11 @@ class ControllableGenerate:
     def run(self, inputs: GenerateInput, control: JobControl) -> ImageOutput:
         if inputs.prompt.startswith("[fail]"):
             raise RuntimeError("asked to fail")
+        if inputs.prompt.startswith("[echo-reference]"):
+            if not inputs.references:
+                raise RuntimeError("no reference to echo")
+            echoed = inputs.references[0].convert("RGB").resize((inputs.width, inputs.height))
+            return ImageOutput(images=[echoed.copy() for _ in range(inputs.variations)])
         match = SLEEP.match(inputs.prompt)
         if match is None:
             return self.real.run(inputs, control)

@@ -155,7 +155,10 @@ class Service:
 @contextmanager
 def running_service(mode: Mode, data_dir: Path) -> Iterator[Service]:
     """A gateway in this process plus, in distributed mode, one worker process per queue."""
-    env = {**mode.env, "SFUMATO_DATA_DIR": str(data_dir)}
+    # Each service its own namespace: services of one test process share kombu's in-memory
+    # broker, and the distributed ones share Redis.
+    env = {"SFUMATO_NAMESPACE": f"test-{os.urandom(4).hex()}", **mode.env}
+    env["SFUMATO_DATA_DIR"] = str(data_dir)
     mode = Mode(mode.name, env, mode.separate_workers)
     services = Services.from_settings(mode.settings())
     services.prepare()

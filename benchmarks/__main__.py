@@ -1,0 +1,79 @@
+"""`python -m benchmarks [name ...] [--quick]`: run benchmarks, print each one's results as it
+ends, and rewrite docs/benchmarks.md with them."""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+import tempfile
+import traceback
+from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
+from types import FrameType
+
+from benchmarks import create_to_start, job_read, long_poll
+from benchmarks.harness import REPO, Options
+from benchmarks.measures import raise_fd_limit
+from benchmarks.report import Section, document, machine
+
+BENCHMARKS: dict[str, Callable[[Options], Section]] = {
+    "job_read": job_read.run,
+    "long_poll": long_poll.run,
+    "create_to_start": create_to_start.run,
+}
+DOC = REPO / "docs" / "benchmarks.md"
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__)
+    parser.add_argument(
+        "names", nargs="*", metavar="name", help=f"any of {', '.join(BENCHMARKS)}; all if none"
+    )
+    parser.add_argument("--quick", action="store_true", help="a short smoke run")
+    parser.add_argument("--doc", type=Path, default=DOC, help=f"results page (default {DOC})")
+    arguments = parser.parse_args(argv)
+    unknown = [name for name in arguments.names if name not in BENCHMARKS]
+    if unknown:
+        parser.error(f"no benchmark {', '.join(unknown)} (there are {', '.join(BENCHMARKS)})")
+    raise_fd_limit()
+    # Stopped by a plain `kill`, still stop the servers and drop the databases on the way out.
+    signal.signal(signal.SIGTERM, _exit_on_sigterm)
+    started = datetime.now(UTC)
+    described = machine()
+    sections: list[Section] = []
+    failures: list[str] = []
+    with tempfile.TemporaryDirectory(prefix="sfumato-bench-") as work_dir:
+        options = Options(quick=arguments.quick, work_dir=Path(work_dir))
+        for name in arguments.names or list(BENCHMARKS):
+            print(f"\n== {name}", flush=True)
+            try:
+                section = BENCHMARKS[name](options)
+            except Exception as error:
+                traceback.print_exc()
+                _print_server_logs(Path(work_dir), name)
+                first_line = str(error).partition("\n")[0]
+                failures.append(f"`{name}`: {type(error).__name__}: {first_line}")
+                continue
+            print(section.markdown(), flush=True)
+            sections.append(section)
+    command = " ".join(["python -m benchmarks", *argv])
+    arguments.doc.write_text(document(started, described, command, sections, failures))
+    print(f"\nwrote {arguments.doc}")
+    return 1 if failures else 0
+
+
+def _exit_on_sigterm(signum: int, _frame: FrameType | None) -> None:
+    raise SystemExit(128 + signum)
+
+
+def _print_server_logs(work_dir: Path, name: str) -> None:
+    """The ends of the logs of a failed benchmark's servers, which the run directory loses."""
+    for log in sorted(work_dir.glob(f"{name}*/*.log")):
+        print(f"--- end of {log.relative_to(work_dir)}", file=sys.stderr)
+        print("\n".join(log.read_text(errors="replace").splitlines()[-40:]), file=sys.stderr)
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

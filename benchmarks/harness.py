@@ -1,0 +1,271 @@
+"""Running the service for benchmarks: real `sfumato` processes, their databases, an API client.
+
+The gateway always runs as its own `sfumato serve` process, never as a thread of the benchmark,
+so the client side never competes with it for an interpreter lock.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterator, Sequence
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Literal, TypeVar
+
+import psycopg
+import redis
+from sqlalchemy import select
+
+from benchmarks.httpclient import HttpConnection, Response, request_bytes
+from core.accounts import service as accounts
+from core.db import Database
+from core.models import Job
+from core.services import Services
+from core.settings import Settings
+
+T = TypeVar("T")
+Mode = Literal["embedded", "distributed"]
+MODES: tuple[Mode, ...] = ("embedded", "distributed")
+REPO = Path(__file__).resolve().parents[1]
+POSTGRES_URL = os.environ.get(
+    "SFUMATO_BENCH_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test"
+)
+# Database 10 is the benchmarks' own: it is flushed before each distributed deployment.
+REDIS_URL = os.environ.get("SFUMATO_BENCH_REDIS_URL", "redis://127.0.0.1:6379/10")
+TERMINAL = ("completed", "failed")
+# A generate pipeline steered by its prompt: `[sleep S] ...` takes S seconds, paints solid images.
+TEST_PIPELINES = "generate=tests.support.pipelines:ControllableGenerate"
+CONFIG_FILE = Path(__file__).with_name("generous.toml")
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+class Child:
+    """A server process of the benchmark, its output in a log file."""
+
+    def __init__(self, args: list[str], env: dict[str, str], log: Path) -> None:
+        self.args = args
+        # The service's settings come from `env` alone, none from the benchmark's environment.
+        inherited = {
+            name: value for name, value in os.environ.items() if not name.startswith("SFUMATO_")
+        }
+        self.env = {**inherited, **env, "PYTHONPATH": str(REPO)}
+        self.log = log
+        self.popen: subprocess.Popen[bytes] | None = None
+
+    @property
+    def pid(self) -> int:
+        assert self.popen is not None
+        return self.popen.pid
+
+    def start(self) -> Child:
+        with self.log.open("ab") as handle:
+            self.popen = subprocess.Popen(
+                [sys.executable, *self.args], cwd=REPO, env=self.env, stdout=handle, stderr=handle
+            )
+        return self
+
+    def check_alive(self) -> None:
+        if self.popen is None or self.popen.poll() is not None:
+            raise RuntimeError(f"{' '.join(self.args)} exited (its log is {self.log.name})")
+
+    def stop(self) -> None:
+        if self.popen is None or self.popen.poll() is not None:
+            return
+        self.popen.terminate()
+        try:
+            self.popen.wait(20)
+        except subprocess.TimeoutExpired:
+            self.popen.kill()
+            self.popen.wait()
+
+
+@contextmanager
+def running(child: Child) -> Iterator[Child]:
+    child.start()
+    try:
+        yield child
+    finally:
+        child.stop()
+
+
+def wait_for_http(child: Child, port: int, timeout: float = 60) -> None:
+    """Until the server answers anything on the port."""
+    probe = request_bytes("GET", "/v1/openapi.json", port, {})
+
+    async def answered() -> bool:
+        try:
+            connection = await HttpConnection.open(port)
+        except OSError:
+            return False
+        try:
+            await connection.send(probe)
+            return True
+        finally:
+            connection.close()
+
+    deadline = time.monotonic() + timeout
+    while not asyncio.run(answered()):
+        child.check_alive()
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"nothing answered on port {port} after {timeout}s")
+        time.sleep(0.1)
+
+
+@dataclass(frozen=True)
+class JobTimes:
+    created_at: datetime
+    started_at: datetime | None
+    finished_at: datetime | None
+
+
+@dataclass
+class Deployment:
+    """A running service: its gateway process and port, and its database."""
+
+    gateway: Child
+    port: int
+    db: Database
+
+    def new_key(self) -> str:
+        """A key of an account on the plan generous.toml lifts every cap of."""
+        email = f"bench-{uuid.uuid4().hex[:12]}@bench.local"
+        accounts.create_account(self.db, email, "enterprise", 1_000_000)
+        return accounts.create_key(self.db, email, "benchmark", None).plaintext
+
+    def job_times(self, job_ids: Sequence[str]) -> dict[str, JobTimes]:
+        with self.db.read() as session:
+            rows = session.execute(
+                select(Job.id, Job.created_at, Job.started_at, Job.finished_at).where(
+                    Job.id.in_(job_ids)
+                )
+            ).all()
+        return {row.id: JobTimes(row.created_at, row.started_at, row.finished_at) for row in rows}
+
+
+def _services(env: dict[str, str]) -> Services:
+    """The service's own view of the deployment, from the same variables as its processes."""
+    settings = Settings.model_validate(
+        {name.removeprefix("SFUMATO_").lower(): value for name, value in env.items()}
+    )
+    services = Services.from_settings(settings)
+    # Migrate and write the plans before any server starts, so that keys can be made at once.
+    services.prepare()
+    return services
+
+
+@contextmanager
+def _temporary_postgres_database() -> Iterator[str]:
+    name = f"sfumato_bench_{uuid.uuid4().hex[:10]}"
+    with psycopg.connect(POSTGRES_URL, autocommit=True) as connection:
+        connection.execute(f'CREATE DATABASE "{name}"')
+    base, _, _ = POSTGRES_URL.rpartition("/")
+    try:
+        yield f"{base}/{name}".replace("postgresql://", "postgresql+psycopg://", 1)
+    finally:
+        with psycopg.connect(POSTGRES_URL, autocommit=True) as connection:
+            connection.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+@contextmanager
+def deployment(
+    mode: Mode, data_dir: Path, extra_env: dict[str, str] | None = None
+) -> Iterator[Deployment]:
+    """`embedded`: one `sfumato serve` with its workers, SQLite and the in-memory broker.
+    `distributed`: `sfumato serve --no-workers` and one `sfumato worker --queue image` process
+    on a temporary PostgreSQL database and Redis."""
+    data_dir.mkdir(parents=True)
+    env = {
+        "SFUMATO_DATA_DIR": str(data_dir),
+        "SFUMATO_PIPELINES": TEST_PIPELINES,
+        "SFUMATO_CONFIG_FILE": str(CONFIG_FILE),
+        **(extra_env or {}),
+    }
+    port = free_port()
+    serve = ["-m", "gateway.cli", "serve", "--port", str(port), "--log-level", "warning"]
+    with ExitStack() as stack:
+        if mode == "distributed":
+            redis.Redis.from_url(REDIS_URL).flushdb()
+            env |= {
+                "SFUMATO_DATABASE_URL": stack.enter_context(_temporary_postgres_database()),
+                "SFUMATO_BROKER_URL": REDIS_URL,
+                "SFUMATO_NAMESPACE": f"bench-{uuid.uuid4().hex[:8]}",
+            }
+            serve.append("--no-workers")
+        services = _services(env)
+        stack.callback(services.db.dispose)
+        gateway = stack.enter_context(running(Child(serve, env, data_dir / "serve.log")))
+        if mode == "distributed":
+            worker = ["-m", "gateway.cli", "worker", "--queue", "image", "--log-level", "warning"]
+            stack.enter_context(running(Child(worker, env, data_dir / "worker.log")))
+        wait_for_http(gateway, port)
+        yield Deployment(gateway, port, services.db)
+
+
+class ApiClient:
+    """Calls the service's JSON API over one keep-alive connection, reopened when the server
+    closed it while idle."""
+
+    def __init__(self, port: int) -> None:
+        self.port = port
+        self._connection: HttpConnection | None = None
+
+    async def call(
+        self, method: str, path: str, key: str, body: dict[str, Any] | None = None
+    ) -> Response:
+        if self._connection is None or self._connection.closed:
+            self._connection = await HttpConnection.open(self.port)
+        headers = {"x-api-key": key}
+        payload = b""
+        if body is not None:
+            headers["content-type"] = "application/json"
+            payload = json.dumps(body).encode()
+        return await self._connection.send(
+            request_bytes(method, "/v1" + path, self.port, headers, payload)
+        )
+
+    async def create_image(self, key: str, prompt: str) -> str:
+        """A cheap image job; its id."""
+        response = await self.call(
+            "POST", "/images/generate", key, {"prompt": prompt, "quality": "low"}
+        )
+        if response.status != 202:
+            raise RuntimeError(f"create answered {response.status}: {response.body[:300]!r}")
+        job_id: str = response.json()["data"]["id"]
+        return job_id
+
+    async def wait_terminal(self, key: str, job_id: str) -> Response:
+        """Long-poll until the job is completed or failed."""
+        while True:
+            response = await self.call("GET", f"/jobs/{job_id}?wait=true", key)
+            if response.status != 200:
+                raise RuntimeError(f"job read answered {response.status}: {response.body!r}")
+            if response.json()["data"]["status"] in TERMINAL:
+                return response
+
+    def close(self) -> None:
+        if self._connection is not None:
+            self._connection.close()
+
+
+@dataclass(frozen=True)
+class Options:
+    quick: bool
+    # A fresh directory for this run's data dirs and server logs.
+    work_dir: Path
+
+    def scaled(self, full: T, quick: T) -> T:
+        return quick if self.quick else full

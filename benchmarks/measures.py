@@ -1,0 +1,49 @@
+"""Readings of processes from /proc, the open-file limit, and percentiles."""
+
+from __future__ import annotations
+
+import os
+import resource
+from collections.abc import Sequence
+from pathlib import Path
+
+
+def raise_fd_limit() -> int:
+    """Lift this process's open-file limit to its hard limit (children inherit it)."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft < hard:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+    return hard
+
+
+def rss_mib(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    raise RuntimeError(f"no VmRSS for process {pid}")
+
+
+def open_files(pid: int) -> int:
+    return len(os.listdir(f"/proc/{pid}/fd"))
+
+
+def open_file_limit(pid: int) -> int:
+    """The soft RLIMIT_NOFILE of any process, as /proc shows it."""
+    for line in Path(f"/proc/{pid}/limits").read_text().splitlines():
+        if line.startswith("Max open files"):
+            return int(line.split()[3])
+    raise RuntimeError(f"no open-file limit for process {pid}")
+
+
+def cpu_seconds(pid: int) -> float:
+    """User plus system CPU time of a process, all its threads together."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    # utime and stime are fields 14 and 15 of proc(5); this list starts at field 3.
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def percentile(sorted_values: Sequence[float], fraction: float) -> float:
+    """Nearest-rank percentile of an ascending sequence."""
+    if not sorted_values:
+        return float("nan")
+    return sorted_values[min(len(sorted_values) - 1, int(fraction * len(sorted_values)))]

@@ -1,0 +1,34 @@
+"""SQL for resolving references: the caller's media and image jobs."""
+
+from __future__ import annotations
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from core.models import Job, Media
+
+IMAGE_JOB_TYPES = ("image.generate", "image.edit")
+
+
+def media_owned(session: Session, media_id: str, account_id: str) -> Media | None:
+    return session.scalars(
+        select(Media).where(Media.id == media_id, Media.account_id == account_id)
+    ).first()
+
+
+def media_owned_by_key(session: Session, key: str, account_id: str) -> Media | None:
+    return session.scalars(
+        select(Media).where(Media.storage_key == key, Media.account_id == account_id)
+    ).first()
+
+
+def image_job_owned(session: Session, job_id: str, account_id: str) -> Job | None:
+    return session.scalars(
+        select(Job).where(
+            Job.id == job_id, Job.account_id == account_id, Job.type.in_(IMAGE_JOB_TYPES)
+        )
+    ).first()
+
+
+def add_media(session: Session, media: Media) -> None:
+    session.add(media)

@@ -1,0 +1,185 @@
+"""Reference images: the one resolver behind every field that names an input image.
+
+A reference is a string that is one of (SPEC.md "Reference image"):
+- the id of one of the caller's completed uploads, generated images or image jobs (a job means
+  its first image);
+- a URL this service's storage issued for one of those (a result or upload URL);
+- any other URL: a public image fetched by the SSRF-safe fetcher and re-hosted in storage.
+
+Resolution happens when a job is created, so a job's inputs name only objects in our storage
+and workers never fetch anything from outside.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlsplit
+
+from core.clock import utcnow
+from core.fetch import FetchPolicy, FetchRefused, fetch
+from core.ids import new_id, parse_uuid
+from core.images import NotAnImage, TooManyPixels, inspect_image
+from core.models import Media
+from core.references import repository
+from core.services import Services
+from core.uploads import repository as uploads_repository
+
+NOT_FOUND = "reference not found"
+
+
+@dataclass(frozen=True)
+class Reference:
+    """An image in our storage that a job may read."""
+
+    media_id: str
+    key: str
+    content_type: str
+    width: int
+    height: int
+
+    @classmethod
+    def of(cls, media: Media) -> Reference:
+        return cls(
+            media.id, media.storage_key, media.content_type, media.width or 0, media.height or 0
+        )
+
+    def as_input(self) -> dict[str, Any]:
+        """The form a job's inputs keep (JSON)."""
+        return {
+            "mediaId": self.media_id,
+            "key": self.key,
+            "contentType": self.content_type,
+            "width": self.width,
+            "height": self.height,
+        }
+
+
+class UnresolvedReferences(Exception):
+    """Some fields did not resolve; `details` maps each field path to the reason."""
+
+    def __init__(self, details: dict[str, str]) -> None:
+        super().__init__("A referenced image could not be resolved")
+        self.details = details
+
+
+class _Unresolved(Exception):
+    pass
+
+
+def resolve_references(
+    services: Services, account_id: str, fields: Mapping[str, str]
+) -> dict[str, Reference]:
+    """Resolve every field (field path -> reference string, e.g. {"references[0]": "..."} or
+    {"image": "..."}) for this account, or raise UnresolvedReferences naming each failure."""
+    resolved: dict[str, Reference] = {}
+    unresolved: dict[str, str] = {}
+    public: dict[str, str] = {}
+    for field, value in fields.items():
+        try:
+            own = _resolve_own(services, account_id, value)
+        except _Unresolved as error:
+            unresolved[field] = str(error)
+            continue
+        if own is None:
+            public[field] = value
+        else:
+            resolved[field] = own
+    # Fetches are slow (up to the fetch timeout each): run them side by side.
+    with ThreadPoolExecutor(max_workers=max(1, len(public))) as pool:
+        outcomes = {
+            field: pool.submit(_fetch_and_store, services, account_id, url)
+            for field, url in public.items()
+        }
+        for field, outcome in outcomes.items():
+            try:
+                resolved[field] = outcome.result()
+            except _Unresolved as error:
+                unresolved[field] = str(error)
+    if unresolved:
+        raise UnresolvedReferences(unresolved)
+    return {field: resolved[field] for field in fields}
+
+
+def _resolve_own(services: Services, account_id: str, value: str) -> Reference | None:
+    """The caller's own image this value names, or None for a URL to fetch."""
+    object_id = parse_uuid(value)
+    if object_id is not None:
+        return _by_id(services, account_id, object_id)
+    try:
+        scheme = urlsplit(value).scheme.lower()
+    except ValueError:
+        scheme = ""
+    if scheme not in ("http", "https"):
+        raise _Unresolved("must be an upload id, an image or job id, or an https URL")
+    key = services.storage.key_from_url(value)
+    if key is None:
+        return None
+    with services.db.read() as session:
+        media = repository.media_owned_by_key(session, key, account_id)
+        upload = (
+            uploads_repository.get_owned_by_staging_key(session, key, account_id)
+            if media is None
+            else None
+        )
+    if media is not None:
+        return _image(media)
+    if upload is not None:
+        return _by_id(services, account_id, upload.id)
+    raise _Unresolved(NOT_FOUND)
+
+
+def _by_id(services: Services, account_id: str, object_id: str) -> Reference:
+    with services.db.read() as session:
+        media = repository.media_owned(session, object_id, account_id)
+        if media is not None:
+            return _image(media)
+        job = repository.image_job_owned(session, object_id, account_id)
+        if job is not None:
+            images = (job.result or {}).get("images") if job.status == "completed" else None
+            if not images:
+                state = "failed" if job.status == "failed" else f"is {job.status}"
+                raise _Unresolved(f"the job {state}; it has no image")
+            first = repository.media_owned(session, images[0]["id"], account_id)
+            if first is None:
+                raise _Unresolved(NOT_FOUND)
+            return _image(first)
+        if uploads_repository.get_owned(session, object_id, account_id) is not None:
+            raise _Unresolved("the upload is not completed (POST /uploads/{id}/complete)")
+    raise _Unresolved(NOT_FOUND)
+
+
+def _image(media: Media) -> Reference:
+    if not media.content_type.startswith("image/"):
+        raise _Unresolved("is not an image")
+    return Reference.of(media)
+
+
+def _fetch_and_store(services: Services, account_id: str, url: str) -> Reference:
+    settings = services.settings
+    try:
+        fetched = fetch(url, FetchPolicy.from_settings(settings, settings.max_image_bytes))
+    except FetchRefused as error:
+        raise _Unresolved(f"could not be fetched: {error}") from None
+    try:
+        facts = inspect_image(fetched.body, settings.max_image_pixels)
+    except (NotAnImage, TooManyPixels) as error:
+        raise _Unresolved(f"the fetched file {error}") from None
+    media_id = new_id()
+    media = Media(
+        id=media_id,
+        account_id=account_id,
+        kind="reference",
+        storage_key=f"references/{media_id}{facts.extension}",
+        content_type=facts.content_type,
+        width=facts.width,
+        height=facts.height,
+        size_bytes=len(fetched.body),
+        created_at=utcnow(),
+    )
+    services.storage.put_bytes(media.storage_key, fetched.body, facts.content_type)
+    with services.db.write() as session:
+        repository.add_media(session, media)
+    return Reference.of(media)

@@ -1,0 +1,46 @@
+"""SQL for uploads and the media rows completed uploads become."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from sqlalchemy import select, update
+from sqlalchemy.orm import Session
+
+from core.models import Media, Upload
+
+
+def add(session: Session, upload: Upload) -> Upload:
+    session.add(upload)
+    session.flush()
+    return upload
+
+
+def get_owned(session: Session, upload_id: str, account_id: str) -> Upload | None:
+    return session.scalars(
+        select(Upload).where(Upload.id == upload_id, Upload.account_id == account_id)
+    ).first()
+
+
+def get_owned_by_staging_key(session: Session, key: str, account_id: str) -> Upload | None:
+    return session.scalars(
+        select(Upload).where(Upload.staging_key == key, Upload.account_id == account_id)
+    ).first()
+
+
+def media_of(session: Session, upload: Upload) -> Media | None:
+    """A completed upload's media row, which carries the upload's id."""
+    return session.get(Media, upload.id)
+
+
+def complete(session: Session, upload_id: str, moment: datetime, media: Media) -> bool:
+    """Mark the upload completed and add its media, unless a concurrent complete won."""
+    result = session.execute(
+        update(Upload)
+        .where(Upload.id == upload_id, Upload.completed_at.is_(None))
+        .values(completed_at=moment)
+    )
+    if not result.rowcount:  # type: ignore[attr-defined]
+        return False
+    session.add(media)
+    return True

@@ -1,0 +1,141 @@
+"""The rules of uploads: presign a direct-to-storage PUT, then vet the bytes on complete.
+
+The bytes first land at a staging key that only the upload URL can write. Completing decodes
+them (the declared type is not trusted) and copies them to their final key, named by the type
+found, so a later PUT to the still-valid upload URL can never change a completed upload.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import timedelta
+
+from core.clock import utcnow
+from core.ids import new_id
+from core.images import NotAnImage, TooManyPixels, inspect_image
+from core.models import Media, Upload
+from core.services import Services
+from core.storage import StorageError
+from core.uploads import repository
+
+
+class UploadNotFound(Exception):
+    """No such upload of this account."""
+
+
+class UploadInvalid(Exception):
+    """The uploaded file is missing or not an acceptable image; the message says why, as a
+    predicate for "the file"."""
+
+
+class UploadTooLarge(Exception):
+    """The uploaded image is over the byte or pixel limit (message as for UploadInvalid)."""
+
+
+@dataclass(frozen=True)
+class Presigned:
+    upload: Upload
+    url: str
+    expires_in: int
+
+
+def staging_key(upload_id: str) -> str:
+    return f"staging/{upload_id}"
+
+
+def presign(
+    services: Services, account_id: str, filename: str, content_type: str, base_url: str
+) -> Presigned:
+    settings = services.settings
+    moment = utcnow()
+    upload_id = new_id()
+    with services.db.write() as session:
+        upload = repository.add(
+            session,
+            Upload(
+                id=upload_id,
+                account_id=account_id,
+                filename=filename,
+                declared_content_type=content_type,
+                staging_key=staging_key(upload_id),
+                created_at=moment,
+                expires_at=moment + timedelta(seconds=settings.upload_url_seconds),
+            ),
+        )
+    url = services.storage.upload_url_for(
+        upload.staging_key,
+        content_type=content_type,
+        max_bytes=settings.max_image_bytes,
+        base_url=base_url,
+        expires_in=settings.upload_url_seconds,
+    )
+    return Presigned(upload, url, settings.upload_url_seconds)
+
+
+def complete(services: Services, account_id: str, upload_id: str) -> Media:
+    """Vet the uploaded bytes and record them as media; completing twice gives the same media.
+    Raises UploadNotFound, UploadInvalid or UploadTooLarge (the staged bytes are then deleted).
+    """
+    storage = services.storage
+    settings = services.settings
+    upload = _load(services, account_id, upload_id)
+    done = _completed_media(services, upload)
+    if done is not None:
+        return done
+    size = storage.size_of(upload.staging_key)
+    if size is None:
+        # A concurrent complete may have moved the bytes on already.
+        done = _completed_media(services, upload)
+        if done is not None:
+            return done
+        raise UploadInvalid("has not been uploaded (PUT it to the uploadUrl first)")
+    if size > settings.max_image_bytes:
+        storage.delete(upload.staging_key)
+        raise UploadTooLarge(f"has {size} bytes; the limit is {settings.max_image_bytes}")
+    try:
+        data = storage.get_bytes(upload.staging_key)
+    except StorageError:
+        done = _completed_media(services, upload)
+        if done is not None:
+            return done
+        raise
+    try:
+        facts = inspect_image(data, settings.max_image_pixels)
+    except NotAnImage as error:
+        storage.delete(upload.staging_key)
+        raise UploadInvalid(str(error)) from None
+    except TooManyPixels as error:
+        storage.delete(upload.staging_key)
+        raise UploadTooLarge(str(error)) from None
+    final_key = f"uploads/{upload.id}{facts.extension}"
+    storage.put_bytes(final_key, data, facts.content_type)
+    media = Media(
+        id=upload.id,
+        account_id=account_id,
+        kind="upload",
+        storage_key=final_key,
+        content_type=facts.content_type,
+        width=facts.width,
+        height=facts.height,
+        size_bytes=len(data),
+        created_at=utcnow(),
+    )
+    with services.db.write() as session:
+        repository.complete(session, upload.id, utcnow(), media)
+    storage.delete(upload.staging_key)
+    done = _completed_media(services, upload)
+    assert done is not None, "a completed upload has its media row"
+    return done
+
+
+def _load(services: Services, account_id: str, upload_id: str) -> Upload:
+    with services.db.read() as session:
+        upload = repository.get_owned(session, upload_id, account_id)
+    if upload is None:
+        raise UploadNotFound(upload_id)
+    return upload
+
+
+def _completed_media(services: Services, upload: Upload) -> Media | None:
+    with services.db.read() as session:
+        return repository.media_of(session, upload)

@@ -1,0 +1,230 @@
+"""Uploads through HTTP: presign, PUT straight to storage with no key, complete.
+
+The flow runs against local storage in both modes and against a real S3-protocol server.
+"""
+
+from __future__ import annotations
+
+import http.client
+import io
+import json
+import socket
+import uuid
+from collections.abc import Iterable
+from urllib.parse import parse_qs, urlsplit
+
+import httpx
+import pytest
+from PIL import Image
+
+from core.uploads.service import staging_key
+from tests.support.images import animated_bomb, image_bytes
+from tests.support.service import Service
+
+MiB = 1024 * 1024
+
+
+# Local storage in both modes, and S3 (tests/conftest.py).
+EVERY_STORAGE = pytest.mark.parametrize("service", ["embedded", "distributed", "s3"], indirect=True)
+ONLY_S3 = pytest.mark.parametrize("service", ["s3"], indirect=True)
+
+
+def presign(client: httpx.Client, content_type: str = "image/png") -> dict:
+    response = client.post("/uploads", json={"filename": "photo.png", "contentType": content_type})
+    assert response.status_code == 200, response.text
+    return response.json()["data"]
+
+
+def put(url: str, data: bytes, content_type: str | None = "image/png") -> httpx.Response:
+    headers = {"Content-Type": content_type} if content_type else {}
+    return httpx.put(url, content=data, headers=headers, timeout=60)
+
+
+def stored_size(service: Service, upload_id: str) -> int | None:
+    return service.services.storage.size_of(staging_key(upload_id))
+
+
+@EVERY_STORAGE
+def test_three_steps_give_an_image_and_completing_twice_gives_the_same(
+    service: Service,
+) -> None:
+    data = image_bytes((20, 140, 220), size=(120, 80))
+    with service.client(service.new_key()) as client:
+        presigned = presign(client)
+        assert set(presigned) == {"uploadId", "uploadUrl", "expiresIn"}
+        assert presigned["expiresIn"] == 3600
+        upload_url = presigned["uploadUrl"]
+        assert upload_url.startswith("http://") and "/v1/" not in upload_url
+        assert put(upload_url, data).status_code == 200  # no API key: the URL is the permission
+        first = client.post(f"/uploads/{presigned['uploadId']}/complete")
+        assert first.status_code == 200, first.text
+        upload = first.json()["data"]
+        assert upload["id"] == presigned["uploadId"]
+        assert (upload["contentType"], upload["width"], upload["height"]) == ("image/png", 120, 80)
+        assert httpx.get(upload["url"]).content == data
+        second = client.post(f"/uploads/{presigned['uploadId']}/complete")
+        assert second.status_code == 200
+        again = second.json()["data"]
+        assert {**again, "url": None} == {**upload, "url": None}
+        assert httpx.get(again["url"]).content == data
+
+
+@EVERY_STORAGE
+def test_the_real_type_is_reported_not_the_declared_one(service: Service) -> None:
+    jpeg = image_bytes((200, 30, 30), size=(40, 30), format="JPEG")
+    with service.client(service.new_key()) as client:
+        presigned = presign(client, "image/png")
+        assert put(presigned["uploadUrl"], jpeg, "image/png").status_code == 200
+        upload = client.post(f"/uploads/{presigned['uploadId']}/complete").json()["data"]
+    assert upload["contentType"] == "image/jpeg"
+    assert urlsplit(upload["url"]).path.endswith(".jpg")
+    stored = Image.open(io.BytesIO(httpx.get(upload["url"]).content))
+    assert (stored.format, stored.size) == ("JPEG", (40, 30))
+
+
+@EVERY_STORAGE
+@pytest.mark.parametrize(
+    ("payload", "reason"),
+    [
+        (b"GIF89a but not really an image", "is not a PNG, JPEG, GIF or WebP image"),
+        (image_bytes((1, 2, 3))[:70], "is corrupt or truncated"),
+        (animated_bomb(5000, 5000, 9), "is an animation of 9 frames of 5000x5000 pixels"),
+    ],
+)
+def test_bytes_that_are_not_an_acceptable_image_are_refused_and_deleted(
+    service: Service, payload: bytes, reason: str
+) -> None:
+    with service.client(service.new_key()) as client:
+        presigned = presign(client, "image/gif")
+        assert put(presigned["uploadUrl"], payload, "image/gif").status_code == 200
+        assert stored_size(service, presigned["uploadId"]) == len(payload)
+        refused = client.post(f"/uploads/{presigned['uploadId']}/complete")
+        assert refused.status_code == 400
+        error = refused.json()["error"]
+        assert error["code"] == "VALIDATION_ERROR"
+        assert error["details"]["file"].startswith(reason), error
+        assert stored_size(service, presigned["uploadId"]) is None
+        again = client.post(f"/uploads/{presigned['uploadId']}/complete").json()["error"]
+        assert again["details"]["file"].startswith("has not been uploaded")
+
+
+@EVERY_STORAGE
+def test_complete_before_put_is_400_and_other_uploads_are_404(service: Service) -> None:
+    with (
+        service.client(service.new_key()) as client,
+        service.client(service.new_key()) as stranger,
+    ):
+        presigned = presign(client)
+        early = client.post(f"/uploads/{presigned['uploadId']}/complete")
+        assert early.status_code == 400
+        assert early.json()["error"]["details"] == {
+            "file": "has not been uploaded (PUT it to the uploadUrl first)"
+        }
+        for upload_id in (presigned["uploadId"], str(uuid.uuid4()), "not-a-uuid"):
+            foreign = stranger.post(f"/uploads/{upload_id}/complete")
+            assert foreign.status_code == 404
+            assert foreign.json()["error"]["code"] == "NOT_FOUND"
+
+
+def test_presign_takes_only_the_four_image_types(service: Service, key: str) -> None:
+    with service.client(key) as client:
+        for body, field in (
+            ({"filename": "a.bmp", "contentType": "image/bmp"}, "contentType"),
+            ({"contentType": "image/png"}, "filename"),
+            ({"filename": "", "contentType": "image/png"}, "filename"),
+            ({"filename": "a.png", "contentType": "image/png", "size": 3}, "size"),
+        ):
+            response = client.post("/uploads", json=body)
+            assert response.status_code == 400, body
+            assert set(response.json()["error"]["details"]) == {field}
+        for content_type in ("image/png", "image/jpeg", "image/gif", "image/webp"):
+            assert presign(client, content_type)["uploadUrl"]
+
+
+def test_local_put_refuses_bad_signatures_other_types_and_expired_urls(
+    service: Service, key: str
+) -> None:
+    data = image_bytes((0, 0, 0))
+    with service.client(key) as client:
+        presigned = presign(client)
+    url = presigned["uploadUrl"]
+    upload_id = presigned["uploadId"]
+    expired = service.services.storage.upload_url_for(
+        staging_key(upload_id),
+        content_type="image/png",
+        max_bytes=service.services.settings.max_image_bytes,
+        base_url=service.url,
+        expires_in=-1,
+    )
+    for attempt, content_type, message in (
+        (url.replace("signature=", "signature=0"), "image/png", "Signature invalid or expired"),
+        (url.replace("maxBytes=", "maxBytes=9"), "image/png", "Signature invalid or expired"),
+        (expired, "image/png", "Signature invalid or expired"),
+        (url, "image/jpeg", "Content-Type must be image/png"),
+        (url, None, "Content-Type must be image/png"),
+    ):
+        response = put(attempt, data, content_type)
+        assert response.status_code == 403, (attempt, content_type)
+        error = response.json()["error"]
+        assert error["code"] == "FORBIDDEN"
+        assert error["message"].startswith(message)
+    assert stored_size(service, upload_id) is None
+
+
+def _raw_put(url: str, headers: dict[str, str], chunks: Iterable[bytes]) -> tuple[int, dict]:
+    """PUT over a bare socket, so the test decides how much of the body is ever sent."""
+    parts = urlsplit(url)
+    assert parts.hostname is not None and parts.port is not None
+    with socket.create_connection((parts.hostname, parts.port), timeout=30) as sock:
+        head = f"PUT {parts.path}?{parts.query} HTTP/1.1\r\nHost: {parts.netloc}\r\n"
+        head += "".join(f"{name}: {value}\r\n" for name, value in headers.items()) + "\r\n"
+        sock.sendall(head.encode())
+        try:
+            for chunk in chunks:
+                sock.sendall(f"{len(chunk):x}\r\n".encode() + chunk + b"\r\n")
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # the server answered before taking the whole body, as it should
+        response = http.client.HTTPResponse(sock)
+        response.begin()
+        return response.status, json.loads(response.read())
+
+
+def test_local_put_over_the_size_limit_is_413_without_storing(service: Service, key: str) -> None:
+    limit = service.services.settings.max_image_bytes
+    assert limit == 25 * MiB
+    with service.client(key) as client:
+        presigned = presign(client)
+    headers = {"Content-Type": "image/png"}
+    # Declared too large: answered from the headers, before any of the body is sent.
+    status, body = _raw_put(
+        presigned["uploadUrl"], {**headers, "Content-Length": str(limit + 1)}, []
+    )
+    assert (status, body["error"]["code"]) == (413, "PAYLOAD_TOO_LARGE")
+    # Not declared (chunked): cut off while streaming, once past the limit.
+    chunks = (b"\0" * MiB for _ in range(26))
+    status, body = _raw_put(
+        presigned["uploadUrl"], {**headers, "Transfer-Encoding": "chunked"}, chunks
+    )
+    assert (status, body["error"]["code"]) == (413, "PAYLOAD_TOO_LARGE")
+    assert stored_size(service, presigned["uploadId"]) is None
+    # Exactly at the limit is accepted by storage (and then refused as not an image).
+    assert put(presigned["uploadUrl"], b"\0" * limit).status_code == 200
+    assert stored_size(service, presigned["uploadId"]) == limit
+
+
+@ONLY_S3
+def test_s3_upload_urls_bind_type_and_expiry_and_size_is_checked_on_complete(
+    service: Service,
+) -> None:
+    with service.client(service.new_key()) as client:
+        presigned = presign(client)
+        query = parse_qs(urlsplit(presigned["uploadUrl"]).query)
+        # S3 itself refuses another Content-Type (a signed header) and a late PUT.
+        assert "content-type" in query["X-Amz-SignedHeaders"][0].split(";")
+        assert query["X-Amz-Expires"] == ["3600"]
+        limit = service.services.settings.max_image_bytes
+        assert put(presigned["uploadUrl"], b"\0" * (limit + 1)).status_code == 200
+        too_large = client.post(f"/uploads/{presigned['uploadId']}/complete")
+        assert too_large.status_code == 413
+        assert too_large.json()["error"]["code"] == "PAYLOAD_TOO_LARGE"
+        assert stored_size(service, presigned["uploadId"]) is None
