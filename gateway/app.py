@@ -38,7 +38,7 @@ def build_gateway(services: Services, run_workers: bool) -> Gateway:
     dispatcher = Dispatcher(services, make_celery(settings))
     workers = None
     if run_workers:
-        runner = JobRunner(services, PipelineRegistry(settings.pipeline_overrides()))
+        runner = JobRunner(services, PipelineRegistry(settings.pipeline_overrides()), dispatcher)
         workers = EmbeddedWorkers(
             services,
             runner,

@@ -93,6 +93,7 @@ def worker(
     """A Celery worker for one queue (distributed mode); SIGTERM finishes the running jobs."""
     from pipelines.registry import PipelineRegistry
     from workers.celery_app import make_celery
+    from workers.dispatch import Dispatcher
     from workers.runner import JobRunner
 
     if queue not in QUEUES:
@@ -103,7 +104,11 @@ def worker(
     if settings.embedded_broker:
         _fail("a separate worker needs a shared broker (SFUMATO_BROKER_URL=redis://...)")
     threads = concurrency or getattr(settings, f"{queue}_concurrency")
-    runner = JobRunner(services, PipelineRegistry(settings.pipeline_overrides()))
+    runner = JobRunner(
+        services,
+        PipelineRegistry(settings.pipeline_overrides()),
+        Dispatcher(services, make_celery(settings)),
+    )
     runner.warm_up([queue])
     celery = make_celery(settings, runner=runner)
     celery.set_default()

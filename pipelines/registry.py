@@ -8,6 +8,11 @@ from typing import Any
 
 BUILTIN = {
     "generate": "pipelines.builtin.generate:BuiltinGenerate",
+    "edit": "pipelines.builtin.edit:BuiltinEdit",
+    "reframe": "pipelines.builtin.reframe:BuiltinReframe",
+    "upscale": "pipelines.builtin.upscale:BuiltinUpscale",
+    "animate": "pipelines.builtin.animate:BuiltinAnimate",
+    "transition": "pipelines.builtin.transition:BuiltinTransition",
 }
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 from typing import Any
+from unittest.mock import ANY
 
 import numpy as np
 import pytest
@@ -11,6 +12,7 @@ from PIL import Image
 
 from pipelines.base import Cancelled, GenerateInput, GeneratePipeline, StyleHints
 from pipelines.builtin.generate import BuiltinGenerate
+from pipelines.builtin.styles import LEARNED_STYLES, find_learned_style
 
 BASE = GenerateInput(prompt="sunset over mountains", width=256, height=256, seed=42)
 
@@ -138,3 +140,67 @@ def test_cancel_from_progress_propagates(cancel_after: int) -> None:
 def test_unknown_quality_is_refused() -> None:
     with pytest.raises(ValueError, match="quality"):
         generate(quality="ultra")
+
+
+@pytest.mark.parametrize(
+    ("prompt", "style"),
+    [
+        ("a watercolour of misty hills", "watercolour"),
+        ("Ukiyo-e sea at sunset", "ukiyo-e"),
+        ("city skyline, pop art", "pop art"),
+        ("oil painting of a forest", "golden impasto"),
+        ("van gogh style night over a town", "van gogh swirls"),
+        ("a pencil sketch of mountains", "pencil hatching"),
+    ],
+)
+def test_art_style_words_pick_a_learned_style(prompt: str, style: str) -> None:
+    found = find_learned_style(prompt)
+    assert found is not None
+    assert found[0].name == style
+
+
+def test_scene_words_pick_no_style() -> None:
+    assert find_learned_style("pink sky over the painted desert") is None  # "ink" in "pink"
+    assert find_learned_style("dunes under a starry night sky") is None
+
+
+def test_every_learned_style_has_a_name_and_words() -> None:
+    assert sorted(style.index for style in LEARNED_STYLES) == list(range(26))
+    assert len({style.name for style in LEARNED_STYLES}) == 26
+    for style in LEARNED_STYLES:
+        assert find_learned_style(f"hills, {style.name}") == (style, ANY)
+        for words in style.words:
+            found = find_learned_style(f"hills in {words}")
+            assert found is not None and found[0] == style, words
+
+
+def test_a_style_word_repaints_the_picture_and_says_so() -> None:
+    plain = BuiltinGenerate().run(replace(BASE, prompt="hills at noon"), RecordingControl())
+    styled = BuiltinGenerate().run(
+        replace(BASE, prompt="hills at noon, pop art"), RecordingControl()
+    )
+    assert mean_difference(plain.images[0], styled.images[0]) > 20
+    assert any("'pop art'" in note for note in styled.notes)
+    watercolour = generate(prompt="hills at noon, watercolour")[0]
+    assert np.abs(mean_rgb(watercolour) - mean_rgb(styled.images[0])).max() > 15
+
+
+def test_a_styled_picture_is_repeatable() -> None:
+    first = generate(prompt="mountains at dawn in the style of van gogh")
+    second = generate(prompt="mountains at dawn in the style of van gogh")
+    assert first[0].tobytes() == second[0].tobytes()
+
+
+def test_references_lend_their_look_through_style_transfer() -> None:
+    def striped(colour: tuple[int, int, int]) -> Image.Image:
+        stripes = np.zeros((64, 64, 3), np.uint8)
+        stripes[:, ::8] = colour
+        stripes[:, 1::8] = colour
+        return Image.fromarray(stripes)
+
+    output = BuiltinGenerate().run(
+        replace(BASE, prompt="hills", references=(striped((250, 200, 40)),)), RecordingControl()
+    )
+    assert any("reference" in note for note in output.notes)
+    purple = generate(prompt="hills", references=(striped((150, 40, 250)),))[0]
+    assert np.abs(mean_rgb(output.images[0]) - mean_rgb(purple)).max() > 15

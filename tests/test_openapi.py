@@ -91,11 +91,9 @@ def test_later_endpoints_answer_501_in_the_envelope_after_validating(
     service: Service, key: str
 ) -> None:
     with service.client(key) as client:
-        bad = client.post(
-            "/videos/image-to-video", json={"image": "x", "prompt": "p", "duration": 16}
-        )
+        bad = client.post("/styles/extract", json={"url": ""})
         assert bad.status_code == 400
-        assert bad.json()["error"]["details"] == {"duration": "must be at most 15"}
-        later = client.post("/videos/image-to-video", json={"image": "x", "prompt": "p"})
+        assert bad.json()["error"]["details"] == {"url": "must be at least 1 character(s)"}
+        later = client.post("/styles/extract", json={"url": "https://example.com"})
         assert later.status_code == 501
         assert later.json()["error"]["code"] == "NOT_IMPLEMENTED"

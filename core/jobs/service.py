@@ -295,6 +295,18 @@ def complete(
         return True
 
 
+def attach_poster(db: Database, job_id: str, poster: Media) -> bool:
+    """Add a completed video's poster to its result (made just after the video is stored)."""
+    with db.write() as session:
+        job = repository.get(session, job_id, for_update=True)
+        if job is None or job.status != "completed" or not job.result or "video" not in job.result:
+            return False
+        video = {**job.result["video"], "thumbnailKey": poster.storage_key}
+        job.result = {**job.result, "video": video}
+        repository.add_media(session, [poster])
+        return True
+
+
 def fail(db: Database, claim: Claim, message: str) -> bool:
     """processing -> failed with a full refund; False if it was no longer this worker's."""
     job = claim.job

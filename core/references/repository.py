@@ -32,3 +32,12 @@ def image_job_owned(session: Session, job_id: str, account_id: str) -> Job | Non
 
 def add_media(session: Session, media: Media) -> None:
     session.add(media)
+
+
+def generated_image_owned(session: Session, media_id: str, account_id: str) -> Media | None:
+    """One of the account's generated images (not an upload or a fetched reference)."""
+    return session.scalars(
+        select(Media).where(
+            Media.id == media_id, Media.account_id == account_id, Media.kind == "image"
+        )
+    ).first()

@@ -183,3 +183,34 @@ def _fetch_and_store(services: Services, account_id: str, url: str) -> Reference
     with services.db.write() as session:
         repository.add_media(session, media)
     return Reference.of(media)
+
+
+@dataclass(frozen=True)
+class SourceImage:
+    """The image an edit, resize or upscale works on, and the job that made it (its parent)."""
+
+    reference: Reference
+    job_id: str
+
+
+def resolve_source_image(services: Services, account_id: str, image_id: str) -> SourceImage:
+    """`imageId` of edit, resize and upscale (CONTRACT.md): one of the caller's completed image
+    jobs (its first image) or one of their generated images. Raises UnresolvedReferences."""
+    object_id = parse_uuid(image_id)
+    if object_id is None:
+        raise UnresolvedReferences({"imageId": "must be an image or image job id"})
+    with services.db.read() as session:
+        media = repository.generated_image_owned(session, object_id, account_id)
+        if media is None:
+            job = repository.image_job_owned(session, object_id, account_id)
+            images = (job.result or {}).get("images") if job is not None else None
+            if job is None:
+                raise UnresolvedReferences({"imageId": "image not found"})
+            if job.status != "completed" or not images:
+                raise UnresolvedReferences({"imageId": f"the job is {job.status}, not completed"})
+            media = repository.generated_image_owned(session, images[0]["id"], account_id)
+            if media is None:
+                raise UnresolvedReferences({"imageId": "image not found"})
+    if media.job_id is None:
+        raise UnresolvedReferences({"imageId": "image not found"})
+    return SourceImage(Reference.of(media), media.job_id)

@@ -2,14 +2,22 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from core.accounts.service import Caller
 from core.jobs import service as jobs_service
 from core.models import Job
 from core.prices import price_of
-from core.references.service import Reference, UnresolvedReferences, resolve_references
-from core.sizes import image_size
+from core.references.service import (
+    Reference,
+    SourceImage,
+    UnresolvedReferences,
+    resolve_references,
+    resolve_source_image,
+)
+from core.sizes import image_size, image_size_for_ratio, resolution_of
 from gateway.errors import validation_error
-from gateway.images.schemas import GenerateRequest
+from gateway.images.schemas import EditRequest, GenerateRequest, ResizeRequest, UpscaleRequest
 from gateway.jobs.creation import create_job
 from gateway.runtime import Gateway
 
@@ -58,3 +66,102 @@ def generate(
         ),
         claim,
     )
+
+
+def _source(gateway: Gateway, caller: Caller, image_id: str) -> SourceImage:
+    try:
+        return resolve_source_image(gateway.services, caller.account_id, image_id)
+    except UnresolvedReferences as error:
+        raise validation_error(
+            error.details, "The image to work on could not be resolved"
+        ) from None
+
+
+def _create_edit_job(
+    gateway: Gateway,
+    caller: Caller,
+    operation: str,
+    source: SourceImage,
+    inputs: dict[str, Any],
+    claim: jobs_service.IdempotencyClaim | None,
+) -> tuple[Job, bool]:
+    """Edit, resize and upscale are all `image.edit` jobs whose parent made their source, so
+    the chain of edits can be replayed."""
+    inputs = {**inputs, "source": source.reference.as_input()}
+    return create_job(
+        gateway,
+        caller,
+        jobs_service.NewJob(
+            type="image.edit",
+            operation=operation,
+            queue="image",
+            inputs=inputs,
+            price=price_of(gateway.services.config.prices, operation, inputs),
+            parent_job_id=source.job_id,
+        ),
+        claim,
+    )
+
+
+def edit(
+    gateway: Gateway,
+    caller: Caller,
+    body: EditRequest,
+    claim: jobs_service.IdempotencyClaim | None,
+) -> tuple[Job, bool]:
+    source = _source(gateway, caller, body.imageId)
+    try:
+        references = resolve_references(
+            gateway.services,
+            caller.account_id,
+            {f"references[{index}]": value for index, value in enumerate(body.references)},
+        )
+    except UnresolvedReferences as error:
+        raise validation_error(error.details, "A referenced image could not be resolved") from None
+    width, height = source.reference.width, source.reference.height
+    inputs = {
+        "imageId": body.imageId,
+        "prompt": body.prompt,
+        "references": [reference.as_input() for reference in references.values()],
+        "width": width,
+        "height": height,
+        "resolution": resolution_of(width, height),
+    }
+    return _create_edit_job(gateway, caller, "edit", source, inputs, claim)
+
+
+def resize(
+    gateway: Gateway,
+    caller: Caller,
+    body: ResizeRequest,
+    claim: jobs_service.IdempotencyClaim | None,
+) -> tuple[Job, bool]:
+    source = _source(gateway, caller, body.imageId)
+    width, height = image_size(body.aspectRatio, body.resolution)
+    inputs = {
+        "imageId": body.imageId,
+        "aspectRatio": body.aspectRatio,
+        "resolution": body.resolution,
+        "width": width,
+        "height": height,
+    }
+    return _create_edit_job(gateway, caller, "reframe", source, inputs, claim)
+
+
+def upscale(
+    gateway: Gateway,
+    caller: Caller,
+    body: UpscaleRequest,
+    claim: jobs_service.IdempotencyClaim | None,
+) -> tuple[Job, bool]:
+    source = _source(gateway, caller, body.imageId)
+    width, height = image_size_for_ratio(
+        source.reference.width, source.reference.height, body.resolution
+    )
+    inputs = {
+        "imageId": body.imageId,
+        "resolution": body.resolution,
+        "width": width,
+        "height": height,
+    }
+    return _create_edit_job(gateway, caller, "upscale", source, inputs, claim)

@@ -4,17 +4,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from fastapi import APIRouter, Depends
+from fastapi import APIRouter, Depends, Request, Response
 
 from core.accounts.service import Caller
 from gateway.auth import current_caller
-from gateway.contract import CREATE_ERROR_RESPONSES, NOT_YET_RESPONSES, ContractRoute, JobEnvelope
-from gateway.not_yet import not_implemented
+from gateway.contract import CREATE_ERROR_RESPONSES, ContractRoute, JobEnvelope
+from gateway.jobs.creation import IdempotencyKey, accepted, claim_for
+from gateway.runtime import Gateway, get_gateway
+from gateway.videos import service
 from gateway.videos.schemas import FramesRequest, ImageToVideoRequest
 
-router = APIRouter(
-    route_class=ContractRoute, responses={**CREATE_ERROR_RESPONSES, **NOT_YET_RESPONSES}
-)
+router = APIRouter(route_class=ContractRoute, responses=CREATE_ERROR_RESPONSES)
 
 
 @router.post(
@@ -23,8 +23,17 @@ router = APIRouter(
     response_model=JobEnvelope,
     summary="Animate one image",
 )
-def image_to_video(body: ImageToVideoRequest, caller: Caller = Depends(current_caller)) -> Any:
-    raise not_implemented("Image-to-video")
+def image_to_video(
+    request: Request,
+    response: Response,
+    body: ImageToVideoRequest,
+    idempotency_key: IdempotencyKey = None,
+    caller: Caller = Depends(current_caller),
+    gateway: Gateway = Depends(get_gateway),
+) -> Any:
+    claim = claim_for(idempotency_key, request, body)
+    job, replayed = service.image_to_video(gateway, caller, body, claim)
+    return accepted(request, response, gateway, job, replayed)
 
 
 @router.post(
@@ -33,5 +42,14 @@ def image_to_video(body: ImageToVideoRequest, caller: Caller = Depends(current_c
     response_model=JobEnvelope,
     summary="Transition from a start frame to an end frame",
 )
-def frames(body: FramesRequest, caller: Caller = Depends(current_caller)) -> Any:
-    raise not_implemented("Frame transitions")
+def frames(
+    request: Request,
+    response: Response,
+    body: FramesRequest,
+    idempotency_key: IdempotencyKey = None,
+    caller: Caller = Depends(current_caller),
+    gateway: Gateway = Depends(get_gateway),
+) -> Any:
+    claim = claim_for(idempotency_key, request, body)
+    job, replayed = service.frames(gateway, caller, body, claim)
+    return accepted(request, response, gateway, job, replayed)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import colorsys
 import hashlib
+import logging
 import math
 import re
 import zlib
@@ -26,7 +27,11 @@ from numpy.typing import NDArray
 from PIL import Image
 
 from pipelines.base import GenerateInput, ImageOutput, JobControl, StyleHints
+from pipelines.builtin import styles
 from pipelines.builtin import vocabulary as vocab
+from pipelines.builtin.imaging import log_peak_memory, to_array, to_image
+
+log = logging.getLogger(__name__)
 
 # float32 at run time; NumPy's stubs widen float32-with-Python-float arithmetic to float64.
 Float = NDArray[np.floating[Any]]
@@ -1236,7 +1241,8 @@ class Painter:
 
 
 class BuiltinGenerate:
-    """Text to image with no model: a procedural painter steered by the prompt's words."""
+    """Text to image with no model: a procedural painter steered by the prompt's words, then
+    painted over in a learned style the prompt names and in the look of any references."""
 
     operation = "generate"
 
@@ -1249,12 +1255,17 @@ class BuiltinGenerate:
         if inputs.width < 1 or inputs.height < 1 or inputs.variations < 1:
             raise ValueError("width, height and variations must be positive")
         extra_words = " ".join((*inputs.style.tone, inputs.style.aesthetic)) if inputs.style else ""
-        terms = parse_prompt(f"{inputs.prompt} {extra_words}")
+        text = f"{inputs.prompt} {extra_words}"
+        terms = parse_prompt(text)
         layout = layout_of(terms)
         palette = build_palette(terms, layout, inputs.references, inputs.style)
+        learned = styles.find_learned_style(text)
+        board = styles.reference_board(inputs.references) if inputs.references else None
         paint_width = max(1, round(inputs.width * quality.render_scale))
         paint_height = max(1, round(inputs.height * quality.render_scale))
         shorter = min(paint_width, paint_height)
+        # Styling costs about as much as painting at 1K; give it a matching share of progress.
+        paint_share = 0.4 if learned or board else 1.0
         images = []
         for index in range(inputs.variations):
             control.progress(
@@ -1266,19 +1277,35 @@ class BuiltinGenerate:
                 terms, layout, palette, root, paint_width / shorter, paint_height / shorter, quality
             )
             painter = Painter(plan, palette, paint_width, paint_height, _rng(root, "grain"))
-            image = painter.paint(self._reporter(control, index, inputs.variations))
+            image = painter.paint(self._reporter(control, index, inputs.variations, paint_share))
             if image.size != (inputs.width, inputs.height):
                 image = image.resize((inputs.width, inputs.height), Image.Resampling.LANCZOS)
+            if learned or board:
+                control.progress(
+                    PROGRESS_SHARE * (index + paint_share) / inputs.variations, "styling"
+                )
+                image = paint_over(image, learned[0] if learned else None, board)
             images.append(image)
         notes = [
             f"builtin procedural painter: {layout} layout, {palette.time} light",
             "understood: "
             + (", ".join(terms.recognised) or "nothing; palette from the prompt text"),
         ]
+        if learned:
+            notes.append(
+                f"painted in the learned style {learned[0].name!r} (from {learned[1][0]!r})"
+            )
+        if board:
+            notes.append(
+                f"look taken from {len(inputs.references)} reference image(s) by style transfer"
+            )
+        log_peak_memory(log, "generate", inputs.width, inputs.height)
         return ImageOutput(images=images, notes=notes)
 
     @staticmethod
-    def _reporter(control: JobControl, index: int, count: int) -> Callable[[float], None]:
+    def _reporter(
+        control: JobControl, index: int, count: int, share: float
+    ) -> Callable[[float], None]:
         """Report a few times per image rather than once per strip."""
         next_report = 1.0 / REPORTS_PER_IMAGE
 
@@ -1286,6 +1313,26 @@ class BuiltinGenerate:
             nonlocal next_report
             if done >= next_report:
                 next_report += 1.0 / REPORTS_PER_IMAGE
-                control.progress(PROGRESS_SHARE * (index + done) / count, "painting")
+                control.progress(PROGRESS_SHARE * (index + done * share) / count, "painting")
 
         return report
+
+
+# Full strength would lose the composition under some styles' strokes.
+LEARNED_STYLE_STRENGTH = 0.9
+REFERENCE_STRENGTH = 0.7
+REFERENCE_STRENGTH_UNDER_STYLE = 0.45
+
+
+def paint_over(
+    image: Image.Image, learned: styles.LearnedStyle | None, board: Image.Image | None
+) -> Image.Image:
+    """The learned style first; then the references pull the look (and colours) their way."""
+    engine = styles.shared_engine()
+    picture = to_array(image)
+    if learned is not None:
+        picture = engine.learned(picture, learned, LEARNED_STYLE_STRENGTH)
+    if board is not None:
+        strength = REFERENCE_STRENGTH_UNDER_STYLE if learned else REFERENCE_STRENGTH
+        picture = engine.from_reference(picture, board, strength)
+    return to_image(picture)

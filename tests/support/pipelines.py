@@ -13,7 +13,8 @@ import time
 
 from PIL import Image
 
-from pipelines.base import GenerateInput, ImageOutput, JobControl
+from pipelines.base import AnimateInput, GenerateInput, ImageOutput, JobControl, VideoOutput
+from pipelines.builtin.animate import BuiltinAnimate
 from pipelines.builtin.generate import BuiltinGenerate
 
 SLEEP = re.compile(r"^\[sleep (\d+(?:\.\d+)?)\]")
@@ -48,3 +49,27 @@ class ControllableGenerate:
                 for index in range(inputs.variations)
             ]
         )
+
+
+def _sleep(seconds: float, control: JobControl) -> None:
+    """Take `seconds` in small steps, each a chance to be cancelled."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        control.progress(0.5 * (1 - (deadline - time.monotonic()) / max(seconds, 1e-9)))
+        time.sleep(0.02)
+
+
+class ControllableAnimate:
+    """The builtin animate pipeline, after `[sleep S]` seconds when the prompt asks (for tests
+    of the video line: which job runs when)."""
+
+    operation = "animate"
+
+    def __init__(self) -> None:
+        self.real = BuiltinAnimate()
+
+    def run(self, inputs: AnimateInput, control: JobControl) -> VideoOutput:
+        match = SLEEP.match(inputs.prompt)
+        if match is not None:
+            _sleep(float(match.group(1)), control)
+        return self.real.run(inputs, control)

@@ -26,7 +26,10 @@ from gateway.runtime import Gateway
 
 REPO = Path(__file__).resolve().parents[2]
 SFUMATO = [sys.executable, "-m", "gateway.cli"]
-TEST_PIPELINES = "generate=tests.support.pipelines:ControllableGenerate"
+TEST_PIPELINES = (
+    "generate=tests.support.pipelines:ControllableGenerate,"
+    "animate=tests.support.pipelines:ControllableAnimate"
+)
 
 
 def free_port() -> int:
