@@ -14,6 +14,7 @@ This module imports nothing heavy: the pool's processes import it too.
 
 from __future__ import annotations
 
+import atexit
 import concurrent.futures
 import glob
 import importlib.util
@@ -128,6 +129,9 @@ class SuperResolution:
                     mp_context=multiprocessing.get_context("spawn"),
                     initializer=_start_pool_process,
                 )
+                # Shut the helpers down before the interpreter tears its modules down, which
+                # otherwise makes the pool's manager thread fail noisily at exit.
+                atexit.register(self._pool.shutdown, wait=True, cancel_futures=True)
             return self._pool
 
     def enlarge(self, pixels: Pixels, scale: int, report: Callable[[float], None]) -> Pixels:
