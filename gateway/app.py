@@ -12,6 +12,7 @@ from fastapi import FastAPI
 
 from core.jobs import service as jobs_service
 from core.services import Services
+from core.uploads import service as uploads_service
 from gateway import files
 from gateway.account.router import router as account_router
 from gateway.errors import install_error_handlers
@@ -57,9 +58,11 @@ def build_gateway(services: Services, run_workers: bool) -> Gateway:
 
 
 def _maintain(gateway: Gateway) -> None:
-    """One pass of the periodic housekeeping: publish what needs publishing, drop old keys."""
+    """One pass of the periodic housekeeping: publish what needs publishing, drop old
+    idempotency keys and the staged bytes of abandoned uploads."""
     gateway.dispatcher.sweep()
     jobs_service.purge_idempotency_records(gateway.services.db)
+    uploads_service.purge_abandoned(gateway.services)
 
 
 async def _maintain_forever(gateway: Gateway) -> None:

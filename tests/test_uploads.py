@@ -11,13 +11,17 @@ import json
 import socket
 import uuid
 from collections.abc import Iterable
+from datetime import timedelta
 from urllib.parse import parse_qs, urlsplit
 
 import httpx
 import pytest
 from PIL import Image
+from sqlalchemy import update
 
-from core.uploads.service import staging_key
+from core.clock import utcnow
+from core.models import Upload
+from core.uploads.service import purge_abandoned, staging_key
 from tests.support.images import animated_bomb, image_bytes
 from tests.support.service import Service
 
@@ -228,3 +232,22 @@ def test_s3_upload_urls_bind_type_and_expiry_and_size_is_checked_on_complete(
         assert too_large.status_code == 413
         assert too_large.json()["error"]["code"] == "PAYLOAD_TOO_LARGE"
         assert stored_size(service, presigned["uploadId"]) is None
+
+
+def test_abandoned_uploads_lose_their_staged_bytes(service: Service) -> None:
+    """An upload never completed a day after its URL expired is purged by the housekeeping."""
+    with service.client(service.new_key()) as client:
+        abandoned, kept = presign(client), presign(client)
+        for presigned in (abandoned, kept):
+            assert put(presigned["uploadUrl"], image_bytes((1, 2, 3))).status_code == 200
+    with service.services.db.write() as session:
+        session.execute(
+            update(Upload)
+            .where(Upload.id == abandoned["uploadId"])
+            .values(expires_at=utcnow() - timedelta(hours=25))
+        )
+    assert purge_abandoned(service.services) == 1
+    assert stored_size(service, abandoned["uploadId"]) is None
+    assert stored_size(service, kept["uploadId"]) is not None
+    with service.services.db.read() as session:
+        assert session.get(Upload, abandoned["uploadId"]) is None

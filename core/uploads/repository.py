@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import select, update
+from sqlalchemy import delete, select, update
 from sqlalchemy.orm import Session
 
 from core.models import Media, Upload
@@ -44,3 +44,19 @@ def complete(session: Session, upload_id: str, moment: datetime, media: Media) -
         return False
     session.add(media)
     return True
+
+
+def abandoned(session: Session, expired_before: datetime, limit: int) -> list[Upload]:
+    """Uploads never completed whose URL expired before `expired_before`."""
+    return list(
+        session.scalars(
+            select(Upload)
+            .where(Upload.completed_at.is_(None), Upload.expires_at < expired_before)
+            .order_by(Upload.expires_at)
+            .limit(limit)
+        )
+    )
+
+
+def remove(session: Session, upload_id: str) -> None:
+    session.execute(delete(Upload).where(Upload.id == upload_id, Upload.completed_at.is_(None)))

@@ -139,3 +139,19 @@ def _load(services: Services, account_id: str, upload_id: str) -> Upload:
 def _completed_media(services: Services, upload: Upload) -> Media | None:
     with services.db.read() as session:
         return repository.media_of(session, upload)
+
+
+# An upload left uncompleted this long after its URL expired is abandoned: its staged bytes
+# (if any were PUT) are deleted so storage does not fill with them.
+ABANDONED_AFTER = timedelta(hours=24)
+
+
+def purge_abandoned(services: Services, batch: int = 500) -> int:
+    """Delete abandoned uploads' staged bytes and rows; returns how many went."""
+    with services.db.read() as session:
+        uploads = repository.abandoned(session, utcnow() - ABANDONED_AFTER, batch)
+    for upload in uploads:
+        services.storage.delete(upload.staging_key)
+        with services.db.write() as session:
+            repository.remove(session, upload.id)
+    return len(uploads)
