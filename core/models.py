@@ -197,3 +197,25 @@ class Upload(Base):
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     expires_at: Mapped[datetime] = mapped_column(UTCDateTime)
     completed_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
+
+
+class Style(Base):
+    """A saved brand style: the StyleDetail fields, owned by an account."""
+
+    __tablename__ = "styles"
+    __table_args__ = (Index("ix_styles_account_created", "account_id", "created_at", "id"),)
+
+    id: Mapped[str] = mapped_column(String(36), primary_key=True, default=new_id)
+    account_id: Mapped[str] = mapped_column(ForeignKey("accounts.id"))
+    job_id: Mapped[str | None] = mapped_column(ForeignKey("jobs.id"), nullable=True)
+    name: Mapped[str] = mapped_column(String(200))
+    url: Mapped[str | None] = mapped_column(Text, nullable=True)
+    description: Mapped[str | None] = mapped_column(Text, nullable=True)
+    tagline: Mapped[str | None] = mapped_column(Text, nullable=True)
+    colours: Mapped[list[dict[str, Any]]] = mapped_column(JSONType)
+    typography: Mapped[list[dict[str, Any]]] = mapped_column(JSONType)
+    tone: Mapped[list[str]] = mapped_column(JSONType)
+    aesthetic: Mapped[str] = mapped_column(Text)
+    # The re-hosted logo in our storage (its URL is signed at read time).
+    logo_key: Mapped[str | None] = mapped_column(String(512), nullable=True)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import binascii
 from datetime import datetime
+from typing import Protocol, TypeVar
 
 from core.ids import parse_uuid
 
@@ -29,3 +30,20 @@ def decode_cursor(cursor: str) -> tuple[datetime, str]:
     if canonical is None or created_at.tzinfo is None:
         raise BadCursor("not a cursor this service issued")
     return created_at, canonical
+
+
+class Keyed(Protocol):
+    created_at: datetime
+    id: str
+
+
+K = TypeVar("K", bound=Keyed)
+
+
+def page_of(rows: list[K], limit: int) -> tuple[list[K], str | None]:
+    """A page from `limit + 1` rows read newest first, and the cursor of the next page (None
+    on the last): the extra row only says whether there is more."""
+    if len(rows) <= limit:
+        return rows, None
+    rows = rows[:limit]
+    return rows, encode_cursor(rows[-1].created_at, rows[-1].id)

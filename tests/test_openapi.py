@@ -91,9 +91,10 @@ def test_later_endpoints_answer_501_in_the_envelope_after_validating(
     service: Service, key: str
 ) -> None:
     with service.client(key) as client:
-        bad = client.post("/styles/extract", json={"url": ""})
+        search = "/styles/0190b5d2-3f1e-7c1a-8b2a-9d0e1f2a3b4c/search"
+        bad = client.post(search, json={"query": ""})
         assert bad.status_code == 400
-        assert bad.json()["error"]["details"] == {"url": "must be at least 1 character(s)"}
-        later = client.post("/styles/extract", json={"url": "https://example.com"})
+        assert bad.json()["error"]["details"] == {"query": "must be at least 1 character(s)"}
+        later = client.post(search, json={"query": "a blue logo"})
         assert later.status_code == 501
         assert later.json()["error"]["code"] == "NOT_IMPLEMENTED"

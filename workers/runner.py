@@ -10,15 +10,16 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from PIL import Image
 
+from core.fetch import FetchPolicy, fetch
 from core.ids import new_id
 from core.images import decode_first_frame
 from core.jobs import service as jobs_service
-from core.models import Job, Media
+from core.models import Base, Job, Media, Style
 from core.services import Services
 from core.storage import StorageError
 from pipelines.base import (
@@ -28,12 +29,14 @@ from pipelines.base import (
     GenerateInput,
     ImageOutput,
     ReframeInput,
+    StyleHints,
     TransitionInput,
     UpscaleInput,
     VideoOutput,
 )
 from pipelines.builtin.mp4 import poster_jpeg
 from pipelines.registry import PipelineRegistry
+from pipelines.styles import SiteUnavailable, extract_style
 from workers.dispatch import Dispatcher
 from workers.queues import QUEUE_OF_OPERATION
 
@@ -56,6 +59,8 @@ class Outcome:
     result: dict[str, Any]
     media: list[Media]
     message: str | None = None
+    # Other rows the job makes, saved with its completion (a style extraction's style).
+    records: list[Base] = field(default_factory=list)
 
 
 class LeaseKeeper:
@@ -127,13 +132,15 @@ class JobRunner:
             "upscale": self._upscale,
             "animate": self._animate,
             "transition": self._transition,
+            "extract_style": self._extract_style,
         }
 
     def warm_up(self, queues: list[str]) -> None:
         """Load the pipelines these queues serve now: a broken one is a start-up error of the
         worker, not a failure of the first job."""
+        served = set(self.pipelines.operations())
         for operation in self._operations:
-            if QUEUE_OF_OPERATION[operation] in queues:
+            if QUEUE_OF_OPERATION[operation] in queues and operation in served:
                 self.pipelines.get(operation)
 
     def run(self, job_id: str) -> None:
@@ -149,7 +156,7 @@ class JobRunner:
                 outcome = self._operations[job.operation](job, keeper)
             stored = outcome.media
             if not jobs_service.complete(
-                self.services.db, claim, outcome.result, stored, outcome.message
+                self.services.db, claim, outcome.result, stored, outcome.message, outcome.records
             ):
                 raise ClaimLost()
             log.info(
@@ -185,6 +192,7 @@ class JobRunner:
                 variations=inputs["variations"],
                 seed=job.seed,
                 references=self._load_images(inputs["references"]),
+                style=_style_hints(inputs.get("style")),
             ),
             keeper,
         )
@@ -312,6 +320,48 @@ class JobRunner:
         except Exception:
             log.exception("could not make the poster of job %s", job.id)
 
+    def _extract_style(self, job: Job, keeper: LeaseKeeper) -> Outcome:
+        settings = self.services.settings
+        policy = FetchPolicy.from_settings(settings, settings.max_image_bytes)
+        keeper.progress(0.1, "reading the site")
+        extraction = extract_style(job.inputs["url"], lambda url: fetch(url, policy))
+        keeper.progress(0.8, "keeping the brand images")
+        style_id = new_id()
+        media: list[Media] = []
+        logo_key = None
+        if extraction.logo is not None:
+            logo = extraction.logo
+            content_type = logo.content_type or "application/octet-stream"
+            logo_key = f"styles/{style_id}/logo{_extension_of(content_type)}"
+            self._put_with_retry(logo_key, logo.body, content_type)
+            media.append(
+                Media(
+                    id=new_id(),
+                    account_id=job.account_id,
+                    job_id=job.id,
+                    kind="brand",
+                    storage_key=logo_key,
+                    content_type=content_type,
+                    size_bytes=len(logo.body),
+                )
+            )
+        detail = extraction.style
+        style = Style(
+            id=style_id,
+            account_id=job.account_id,
+            job_id=job.id,
+            name=detail["name"],
+            url=detail["url"],
+            description=detail["description"],
+            tagline=detail["tagline"],
+            colours=detail["colours"],
+            typography=detail["typography"],
+            tone=detail["tone"],
+            aesthetic=detail["aesthetic"],
+            logo_key=logo_key,
+        )
+        return Outcome({"style": {"id": style_id}}, media, None, [style])
+
     def _stored(self, job: Job, output: ImageOutput, keeper: LeaseKeeper) -> Outcome:
         keeper.progress(0.95, "storing")
         result, media = self._store_images(job, output.images)
@@ -383,7 +433,29 @@ class JobRunner:
                 log.warning("could not delete %s: %s", item.storage_key, error)
 
 
+def _style_hints(stored: dict[str, Any] | None) -> StyleHints | None:
+    if not stored:
+        return None
+    return StyleHints(
+        palette=tuple(stored["palette"]), tone=tuple(stored["tone"]), aesthetic=stored["aesthetic"]
+    )
+
+
+def _extension_of(content_type: str) -> str:
+    return {
+        "image/png": ".png",
+        "image/jpeg": ".jpg",
+        "image/gif": ".gif",
+        "image/webp": ".webp",
+        "image/svg+xml": ".svg",
+        "image/x-icon": ".ico",
+        "image/vnd.microsoft.icon": ".ico",
+    }.get(content_type.split(";")[0].strip().lower(), "")
+
+
 def _failure_message(error: Exception) -> str:
+    if isinstance(error, SiteUnavailable):
+        return f"Could not extract a style: {error}; the credits were refunded"
     if isinstance(error, InputUnavailable):
         return "Could not read an input image; the credits were refunded"
     if isinstance(error, StorageError):

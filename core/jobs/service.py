@@ -23,8 +23,8 @@ from core.db import Database
 from core.idempotency import repository as idempotency_repository
 from core.ids import new_id
 from core.jobs import repository
-from core.models import Account, IdempotencyRecord, Job, Media
-from core.pagination import decode_cursor, encode_cursor
+from core.models import Account, Base, IdempotencyRecord, Job, Media
+from core.pagination import decode_cursor, page_of
 
 CANCELLED_MESSAGE = "Job cancelled"
 # Cancelling a job a worker already started keeps this much of its price (CONTRACT.md).
@@ -204,10 +204,7 @@ def list_page(
     after = decode_cursor(cursor) if cursor else None
     with db.read() as session:
         rows = list(repository.page(session, account_id, types, status, after, limit + 1))
-    if len(rows) <= limit:
-        return rows, None
-    rows = rows[:limit]
-    return rows, encode_cursor(rows[-1].created_at, rows[-1].id)
+    return page_of(rows, limit)
 
 
 def cancel(db: Database, account_id: str, job_id: str) -> tuple[Job | None, bool]:
@@ -272,9 +269,15 @@ def holds_claim(db: Database, claim: Claim) -> bool:
 
 
 def complete(
-    db: Database, claim: Claim, result: dict[str, Any], media: Sequence[Media], message: str | None
+    db: Database,
+    claim: Claim,
+    result: dict[str, Any],
+    media: Sequence[Media],
+    message: str | None,
+    records: Sequence[Base] = (),
 ) -> bool:
-    """processing -> completed, settling the charge; False if cancelled or lost meanwhile."""
+    """processing -> completed, settling the charge, with the media and any other rows the job
+    made (a saved style) in the same transaction; False if cancelled or lost meanwhile."""
     job = claim.job
     with db.write() as session:
         if not repository.transition(
@@ -291,6 +294,7 @@ def complete(
         ):
             return False
         repository.add_media(session, media)
+        session.add_all(records)
         credits.settle(session, job.account_id, job.id, job.credits_reserved)
         return True
 

@@ -16,6 +16,7 @@ from core.references.service import (
     resolve_source_image,
 )
 from core.sizes import image_size, image_size_for_ratio, resolution_of
+from core.styles import service as styles_service
 from gateway.errors import validation_error
 from gateway.images.schemas import EditRequest, GenerateRequest, ResizeRequest, UpscaleRequest
 from gateway.jobs.creation import create_job
@@ -29,8 +30,13 @@ def generate(
     claim: jobs_service.IdempotencyClaim | None,
 ) -> tuple[Job, bool]:
     unresolved: dict[str, str] = {}
+    style_hints = None
     if body.styleId is not None:
-        unresolved["styleId"] = "style not found"
+        style = styles_service.get_owned(gateway.services.db, caller.account_id, body.styleId)
+        if style is None:
+            unresolved["styleId"] = "style not found"
+        else:
+            style_hints = styles_service.generation_hints(style)
     references: dict[str, Reference] = {}
     try:
         references = resolve_references(
@@ -51,7 +57,8 @@ def generate(
         "variations": body.variations,
         "width": width,
         "height": height,
-        "styleId": None,
+        "styleId": body.styleId,
+        "style": style_hints,
         "references": [reference.as_input() for reference in references.values()],
     }
     return create_job(
