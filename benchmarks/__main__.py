@@ -13,7 +13,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from types import FrameType
 
-from benchmarks import create_to_start, job_read, long_poll
+from benchmarks import create_overhead, create_to_start, images, job_read, long_poll, videos
 from benchmarks.harness import REPO, Options
 from benchmarks.measures import raise_fd_limit
 from benchmarks.report import Section, document, machine
@@ -22,6 +22,9 @@ BENCHMARKS: dict[str, Callable[[Options], Section]] = {
     "job_read": job_read.run,
     "long_poll": long_poll.run,
     "create_to_start": create_to_start.run,
+    "create_overhead": create_overhead.run,
+    "images": images.run,
+    "videos": videos.run,
 }
 DOC = REPO / "docs" / "benchmarks.md"
 

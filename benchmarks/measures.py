@@ -47,3 +47,27 @@ def percentile(sorted_values: Sequence[float], fraction: float) -> float:
     if not sorted_values:
         return float("nan")
     return sorted_values[min(len(sorted_values) - 1, int(fraction * len(sorted_values)))]
+
+
+def peak_rss_mib(pid: int) -> float:
+    """A live process's RSS high-water mark (VmHWM)."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    raise RuntimeError(f"no VmHWM for process {pid}")
+
+
+def child_pids(parent: int) -> list[int]:
+    """Live processes whose parent is `parent`."""
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rpartition(")")[2].split()
+        except OSError:
+            continue
+        # ppid is field 4 of proc(5); this list starts at field 3.
+        if int(fields[1]) == parent:
+            pids.append(int(entry.name))
+    return pids
