@@ -45,10 +45,14 @@ def get_account(session: Session, account_id: str) -> Account | None:
     return session.get(Account, account_id)
 
 
+# Built once: every create takes this lock.
+LOCK_ACCOUNT = select(Account).where(Account.id == bindparam("account_id")).with_for_update()
+
+
 def lock_account(session: Session, account_id: str) -> Account:
     """The account row, locked until the transaction ends: creates of one account serialise
     here, so limits, credits and idempotency are checked against settled numbers."""
-    return session.scalars(select(Account).where(Account.id == account_id).with_for_update()).one()
+    return session.scalars(LOCK_ACCOUNT, {"account_id": account_id}).one()
 
 
 def list_accounts(session: Session) -> Sequence[Account]:

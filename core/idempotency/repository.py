@@ -4,18 +4,20 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import delete, select
+from sqlalchemy import bindparam, delete, select
 from sqlalchemy.orm import Session
 
 from core.models import IdempotencyRecord
 
+# Built once: every create with an Idempotency-Key looks its record up.
+FIND = select(IdempotencyRecord).where(
+    IdempotencyRecord.api_key_id == bindparam("api_key_id"),
+    IdempotencyRecord.key == bindparam("key"),
+)
+
 
 def find(session: Session, api_key_id: str, key: str) -> IdempotencyRecord | None:
-    return session.scalars(
-        select(IdempotencyRecord).where(
-            IdempotencyRecord.api_key_id == api_key_id, IdempotencyRecord.key == key
-        )
-    ).first()
+    return session.scalars(FIND, {"api_key_id": api_key_id, "key": key}).first()
 
 
 def add(session: Session, record: IdempotencyRecord) -> None:
