@@ -6,7 +6,6 @@ a broker URL and a storage URL. Defaults give the embedded mode under the data d
 
 from __future__ import annotations
 
-from functools import lru_cache
 from pathlib import Path
 
 from pydantic import Field
@@ -103,8 +102,3 @@ class Settings(BaseSettings):
             path.write_text(secrets.token_hex(32))
             path.chmod(0o600)
         return path.read_text().strip().encode()
-
-
-@lru_cache(maxsize=1)
-def get_settings() -> Settings:
-    return Settings()

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
+import anyio
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from core.accounts import service as accounts
+from core.clock import utcnow
 from gateway.errors import ApiError, error_response, unauthorized
 from gateway.reads import run_read
 from gateway.runtime import Gateway
@@ -97,13 +99,16 @@ class AuthMiddleware:
             await self.app(scope, receive, send)
             return
         key = presented_key(dict(scope["headers"]))
-        caller = None
-        if key:
-            db = self.gateway.services.db
-            caller = await run_read(db, lambda: accounts.authenticate(db, key))
-        if caller is None:
+        db = self.gateway.services.db
+        now = utcnow()
+        identified = await run_read(db, lambda: accounts.identify(db, key, now)) if key else None
+        if identified is None:
             await _send_error(send, unauthorized())
             return
+        caller = identified.caller
+        if identified.use_unrecorded:
+            # A write: never inline on the event loop, where a busy SQLite would stall it.
+            await anyio.to_thread.run_sync(accounts.record_use, db, caller.api_key_id, now)
         state: dict[str, Any] = scope.setdefault("state", {})
         state["caller"] = caller
         await self.app(scope, receive, send)

@@ -173,23 +173,45 @@ def set_key_state(db: Database, key_id: str, state: str) -> ApiKey:
         return key
 
 
-def authenticate(db: Database, plaintext: str | None, now: datetime | None = None) -> Caller | None:
-    """The caller a key belongs to, or None for a missing, unknown or unusable key."""
+@dataclass(frozen=True)
+class Identified:
+    caller: Caller
+    # The key's last-use time is stale: `record_use` should be called (it writes).
+    use_unrecorded: bool
+
+
+def identify(db: Database, plaintext: str | None, now: datetime) -> Identified | None:
+    """Who a key belongs to, from one read (no write: this runs on every request), or None
+    for a missing, unknown or unusable key."""
     if not plaintext or not plaintext.startswith(KEY_PREFIX) or len(plaintext) > 200:
         return None
-    now = now or utcnow()
     with db.statements() as connection:
         found = repository.caller_by_key_hash(connection, hash_key(plaintext))
     if found is None:
         return None
     if found.state != "active" or (found.expires_at is not None and found.expires_at <= now):
         return None
-    if found.last_used_at is None or now - found.last_used_at > TOUCH_INTERVAL:
-        with db.write() as session:
-            repository.touch_key(session, found.key_id, now)
-    return Caller(
+    caller = Caller(
         account_id=found.account_id,
         api_key_id=found.key_id,
         email=found.email,
         plan_id=found.plan_id,
     )
+    stale = found.last_used_at is None or now - found.last_used_at > TOUCH_INTERVAL
+    return Identified(caller, stale)
+
+
+def record_use(db: Database, key_id: str, now: datetime) -> None:
+    with db.write() as session:
+        repository.touch_key(session, key_id, now)
+
+
+def authenticate(db: Database, plaintext: str | None, now: datetime | None = None) -> Caller | None:
+    """`identify`, recording the key's use when it is due."""
+    now = now or utcnow()
+    identified = identify(db, plaintext, now)
+    if identified is None:
+        return None
+    if identified.use_unrecorded:
+        record_use(db, identified.caller.api_key_id, now)
+    return identified.caller
