@@ -39,7 +39,8 @@ def extract(client: httpx.Client, url: str) -> dict:
     assert response.status_code == 202, response.text
     created = response.json()["data"]
     assert created["type"] == "style.extract"
-    for _ in range(10):
+    # The first extraction of a process loads the sentence model: give it time on a busy machine.
+    for _ in range(30):
         job = client.get(f"/styles/extractions/{created['id']}", params={"wait": "true"})
         data = job.json()["data"]
         if data["status"] in ("completed", "failed"):

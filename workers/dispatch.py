@@ -78,12 +78,20 @@ class Dispatcher:
             return False
         return True
 
-    def revoke(self, job_id: str) -> None:
-        """Drop a queued task early; harmless if it already ran (its claim would fail)."""
+    def withdraw(self, job: Job) -> None:
+        """After a cancel: drop the queued task early (harmless if it already ran: its claim
+        would fail) and let the job's end take effect."""
         try:
-            self.publisher.control.revoke(job_id)
+            self.publisher.control.revoke(job.id)
         except Exception as error:
-            log.info("could not revoke the task of job %s: %s", job_id, error)
+            log.info("could not revoke the task of job %s: %s", job.id, error)
+        self.job_ended(job)
+
+    def job_ended(self, job: Job) -> None:
+        """A job completed, failed or was cancelled: a video's end lets its account's next
+        video go."""
+        if job.queue == "video":
+            self.advance_video_line(job.account_id)
 
     def sweep(self) -> int:
         """One pass; returns how many jobs were published."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import logging
+import mimetypes
 import os
 import resource
 import tempfile
@@ -175,8 +176,7 @@ class JobRunner:
             jobs_service.fail(self.services.db, claim, _failure_message(error))
         finally:
             self.services.events.publish(job.id)
-            if job.queue == "video":
-                self.dispatcher.advance_video_line(job.account_id)
+            self.dispatcher.job_ended(job)
         if job.queue == "video" and stored:
             self._make_poster(job, stored[0])
 
@@ -228,39 +228,35 @@ class JobRunner:
         return self._stored(job, self.pipelines.get(job.operation).run(request, keeper), keeper)
 
     def _animate(self, job: Job, keeper: LeaseKeeper) -> Outcome:
-        inputs = job.inputs
-        with tempfile.TemporaryDirectory(prefix="sfumato-video-") as folder:
-            animate_input = AnimateInput(
-                image=self._load_images([inputs["image"]])[0],
-                prompt=inputs["prompt"],
-                duration=float(inputs["duration"]),
-                width=inputs["width"],
-                height=inputs["height"],
-                audio=inputs["audio"],
-                negative_prompt=inputs["negativePrompt"],
-                seed=job.seed,
-                output_path=os.path.join(folder, "clip.mp4"),
-            )
-            output = self.pipelines.get("animate").run(animate_input, keeper)
-            return self._store_video(job, output, keeper)
+        image = self._load_images([job.inputs["image"]])[0]
+        return self._render_video(job, keeper, lambda fields: AnimateInput(image=image, **fields))
 
     def _transition(self, job: Job, keeper: LeaseKeeper) -> Outcome:
+        start, end = self._load_images([job.inputs["startImage"], job.inputs["endImage"]])
+        return self._render_video(
+            job, keeper, lambda fields: TransitionInput(start=start, end=end, **fields)
+        )
+
+    def _render_video(
+        self, job: Job, keeper: LeaseKeeper, make_input: Callable[[dict[str, Any]], Any]
+    ) -> Outcome:
+        """Run a video pipeline into a temporary file (the pipeline streams frames to it) and
+        store the clip; `make_input` adds the operation's frames to the fields both share."""
         inputs = job.inputs
-        start, end = self._load_images([inputs["startImage"], inputs["endImage"]])
         with tempfile.TemporaryDirectory(prefix="sfumato-video-") as folder:
-            transition_input = TransitionInput(
-                start=start,
-                end=end,
-                prompt=inputs["prompt"],
-                duration=float(inputs["duration"]),
-                width=inputs["width"],
-                height=inputs["height"],
-                audio=inputs["audio"],
-                negative_prompt=inputs["negativePrompt"],
-                seed=job.seed,
-                output_path=os.path.join(folder, "clip.mp4"),
+            request = make_input(
+                {
+                    "prompt": inputs["prompt"],
+                    "duration": float(inputs["duration"]),
+                    "width": inputs["width"],
+                    "height": inputs["height"],
+                    "audio": inputs["audio"],
+                    "negative_prompt": inputs["negativePrompt"],
+                    "seed": job.seed,
+                    "output_path": os.path.join(folder, "clip.mp4"),
+                }
             )
-            output = self.pipelines.get("transition").run(transition_input, keeper)
+            output = self.pipelines.get(job.operation).run(request, keeper)
             return self._store_video(job, output, keeper)
 
     def _store_video(self, job: Job, output: VideoOutput, keeper: LeaseKeeper) -> Outcome:
@@ -332,7 +328,8 @@ class JobRunner:
         if extraction.logo is not None:
             logo = extraction.logo
             content_type = logo.content_type or "application/octet-stream"
-            logo_key = f"styles/{style_id}/logo{_extension_of(content_type)}"
+            extension = mimetypes.guess_extension(content_type.split(";")[0].strip()) or ""
+            logo_key = f"styles/{style_id}/logo{extension}"
             self._put_with_retry(logo_key, logo.body, content_type)
             media.append(
                 Media(
@@ -439,18 +436,6 @@ def _style_hints(stored: dict[str, Any] | None) -> StyleHints | None:
     return StyleHints(
         palette=tuple(stored["palette"]), tone=tuple(stored["tone"]), aesthetic=stored["aesthetic"]
     )
-
-
-def _extension_of(content_type: str) -> str:
-    return {
-        "image/png": ".png",
-        "image/jpeg": ".jpg",
-        "image/gif": ".gif",
-        "image/webp": ".webp",
-        "image/svg+xml": ".svg",
-        "image/x-icon": ".ico",
-        "image/vnd.microsoft.icon": ".ico",
-    }.get(content_type.split(";")[0].strip().lower(), "")
 
 
 def _failure_message(error: Exception) -> str:

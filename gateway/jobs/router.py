@@ -176,8 +176,6 @@ def cancel_job(
     if job is None:
         raise not_found("Job")
     if was_pending_or_running:
-        gateway.dispatcher.revoke(job.id)
         gateway.services.events.publish(job.id)
-        if job.queue == "video":
-            gateway.dispatcher.advance_video_line(job.account_id)
+        gateway.dispatcher.withdraw(job)
     return {"data": presenter_for(request, gateway).job(job)}
