@@ -51,7 +51,7 @@ install: $(VENV)/.installed
 dev: system-deps $(VENV)/.installed-dev
 
 run: system-deps $(VENV)/.installed
-	$(BIN)/sfumato demo
+	$(BIN)/sfumato demo --base-url http://$(HOST):$(PORT)
 	$(BIN)/sfumato serve --host $(HOST) --port $(PORT)
 
 lint: dev

@@ -124,7 +124,11 @@ def worker(
 
 
 @app.command()
-def demo() -> None:
+def demo(
+    base_url: Annotated[
+        str, typer.Option(help="where the service will answer, for the printed example")
+    ] = "http://127.0.0.1:8000",
+) -> None:
     """Make sure a demo account and key exist and print the key (used by `make run`)."""
     services = _services()
     key_file = services.settings.ensure_data_dir() / DEMO_KEY_FILE
@@ -140,7 +144,7 @@ def demo() -> None:
     typer.echo(f"Demo API key ({DEMO_EMAIL}, kept in {key_file}):\n\n  {key}\n")
     typer.echo("Try:\n")
     typer.echo(
-        "  curl -s -X POST http://127.0.0.1:8000/v1/images/generate \\\n"
+        f"  curl -s -X POST {base_url.rstrip('/')}/v1/images/generate \\\n"
         f"    -H 'x-api-key: {key}' -H 'content-type: application/json' \\\n"
         '    -d \'{"prompt": "a calm blue sea at dawn"}\'\n'
     )

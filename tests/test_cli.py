@@ -83,10 +83,11 @@ def test_credits_plans_and_the_audit_trail(tmp_path: Path) -> None:
 
 
 def test_demo_then_serve_answers_with_the_printed_key(tmp_path: Path) -> None:
-    printed = sfumato(tmp_path, "demo").stdout
-    key = next(word for word in printed.split() if word.startswith("sfm_"))
-    assert sfumato(tmp_path, "demo").stdout.count(key) >= 1, "the same key on a second run"
     port = free_port()
+    printed = sfumato(tmp_path, "demo", "--base-url", f"http://127.0.0.1:{port}").stdout
+    key = next(word for word in printed.split() if word.startswith("sfm_"))
+    assert f"http://127.0.0.1:{port}/v1/images/generate" in printed, "the example names the port"
+    assert sfumato(tmp_path, "demo").stdout.count(key) >= 1, "the same key on a second run"
     server = Process(
         ["serve", "--port", str(port)], {"SFUMATO_DATA_DIR": str(tmp_path)}, tmp_path / "log"
     ).start()
