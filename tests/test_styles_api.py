@@ -48,6 +48,13 @@ def extract(client: httpx.Client, url: str) -> dict:
     raise AssertionError("the extraction did not finish")
 
 
+def extracted_style(client: httpx.Client, url: str) -> str:
+    """The id of the style an extraction of `url` saved."""
+    job = extract(client, url)
+    assert job["status"] == "completed", job
+    return str(job["result"]["style"]["id"])
+
+
 @FETCHING
 def test_extraction_saves_a_style_that_reads_back_exactly_as_specified(
     service: Service, sites: str
@@ -86,10 +93,7 @@ def test_extraction_saves_a_style_that_reads_back_exactly_as_specified(
 def test_styles_page_with_a_cursor(service: Service, sites: str) -> None:
     key = service.new_key()
     with service.client(key) as client:
-        made = [
-            extract(client, f"{sites}/{site}/")["result"]["style"]["id"]
-            for site in ("inline", "bare")
-        ]
+        made = [extracted_style(client, f"{sites}/{site}/") for site in ("inline", "bare")]
         first = client.get("/styles", params={"limit": 1}).json()
         second = client.get("/styles", params={"limit": 1, "cursor": first["nextCursor"]}).json()
     assert [first["data"][0]["id"], second["data"][0]["id"]] == made[::-1]
@@ -126,7 +130,7 @@ def test_style_id_makes_the_brand_palette_dominant(service: Service, sites: str)
     key = service.new_key()
     prompt = "a quiet landscape"
     with service.client(key) as client:
-        style_id = extract(client, f"{sites}/northwind/")["result"]["style"]["id"]
+        style_id = extracted_style(client, f"{sites}/northwind/")
         palette = [
             _rgb(c["hex"])
             for c in client.get(f"/styles/{style_id}").json()["data"]["colours"]

@@ -1,13 +1,75 @@
-"""Saved brand styles: reading them, and what one lends a generation."""
+"""Saved brand styles: reading them, what one lends a generation, and its linked folder of
+assets with semantic search over them."""
 
 from __future__ import annotations
 
+import mimetypes
+import os
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
+from urllib.parse import unquote, urlsplit
 
+import numpy as np
+
+from core.clock import utcnow
 from core.db import Database
-from core.models import Style
+from core.ids import new_id
+from core.jobs import repository as jobs_repository
+from core.models import Media, Style, StyleAsset
 from core.pagination import decode_cursor, page_of
+from core.references import repository as references_repository
+from core.references.service import NOT_FOUND, UnresolvedReferences, resolve_references
+from core.services import Services
 from core.styles import repository
+from core.uploads import repository as uploads_repository
+
+MAX_NAME_CHARS = 255
+# A generated image is named after the first words of its prompt.
+NAME_WORDS = 8
+
+Describe = Callable[[str, str, str, bytes, str | None], str]
+Embed = Callable[[Sequence[str]], np.ndarray]
+Rank = Callable[[np.ndarray, np.ndarray, int], list[tuple[int, float]]]
+
+
+@dataclass(frozen=True)
+class AssetSemantics:
+    """How an asset and a query become vectors and how vectors are ranked. These are the
+    sentence model's functions (`pipelines.styles`: describe_image, embed_texts,
+    rank_by_similarity), handed in by whoever wires the service, so core never imports
+    pipelines."""
+
+    describe: Describe
+    embed: Embed
+    rank: Rank
+
+
+class StyleNotFound(Exception):
+    """No style with this id belongs to the caller."""
+
+
+@dataclass(frozen=True)
+class AssetDraft:
+    """An image already in our storage, about to join a style's folder."""
+
+    media_id: str
+    storage_key: str
+    content_type: str
+    name: str
+    alt_text: str
+    surrounding_text: str
+    source: str
+    body: bytes
+
+
+@dataclass(frozen=True)
+class SearchHit:
+    asset_id: str
+    name: str
+    storage_key: str
+    similarity: float
 
 
 def get_owned(db: Database, account_id: str, style_id: str) -> Style | None:
@@ -44,3 +106,150 @@ def generation_hints(style: Style) -> dict[str, Any]:
         "tone": list(style.tone),
         "aesthetic": style.aesthetic,
     }
+
+
+def build_assets(
+    semantics: AssetSemantics, style_id: str, account_id: str, drafts: Sequence[AssetDraft]
+) -> list[StyleAsset]:
+    """Asset rows with their embeddings, computed here once (one batch through the model)."""
+    descriptions = [
+        semantics.describe(
+            draft.name, draft.alt_text, draft.surrounding_text, draft.body, draft.content_type
+        )
+        for draft in drafts
+    ]
+    vectors = semantics.embed(descriptions) if drafts else np.zeros((0, 0), np.float32)
+    return [
+        StyleAsset(
+            id=new_id(),
+            style_id=style_id,
+            account_id=account_id,
+            media_id=draft.media_id,
+            storage_key=draft.storage_key,
+            name=draft.name[:MAX_NAME_CHARS],
+            alt_text=draft.alt_text,
+            surrounding_text=draft.surrounding_text,
+            source=draft.source,
+            embedding=np.ascontiguousarray(vector, dtype=np.float32).tobytes(),
+            created_at=utcnow(),
+        )
+        for draft, vector in zip(drafts, vectors, strict=True)
+    ]
+
+
+def _file_name(stem: str, content_type: str) -> str:
+    extension = mimetypes.guess_extension(content_type) or ""
+    return stem if os.path.splitext(stem)[1] else stem + extension
+
+
+def _prompt_stem(prompt: str) -> str:
+    words = re.findall(r"[\w']+", prompt.lower())[:NAME_WORDS]
+    return "-".join(words) or "generated-image"
+
+
+def _draft(services: Services, account_id: str, media: Media, reference: str) -> AssetDraft:
+    """Name, texts and source of one of the caller's images, and its bytes."""
+    alt_text = surrounding_text = ""
+    with services.db.read() as session:
+        if media.kind == "upload":
+            upload = uploads_repository.get_owned(session, media.id, account_id)
+            source, name = "upload", upload.filename if upload else media.id
+        elif media.kind == "reference":
+            # A public URL the caller named, fetched and re-hosted: named as the URL names it.
+            source = "upload"
+            name = unquote(os.path.basename(urlsplit(reference).path)) or media.id
+        elif media.kind == "brand":
+            source, name = "brand", os.path.basename(media.storage_key)
+        else:
+            job = jobs_repository.get(session, media.job_id) if media.job_id else None
+            prompt = str((job.inputs if job else {}).get("prompt") or "")
+            source, name, surrounding_text = "generation", _prompt_stem(prompt), prompt
+    return AssetDraft(
+        media_id=media.id,
+        storage_key=media.storage_key,
+        content_type=media.content_type,
+        name=_file_name(name, media.content_type),
+        alt_text=alt_text,
+        surrounding_text=surrounding_text,
+        source=source,
+        body=services.storage.get_bytes(media.storage_key),
+    )
+
+
+def link_assets(
+    services: Services,
+    semantics: AssetSemantics,
+    account_id: str,
+    style_id: str,
+    images: Sequence[str],
+) -> list[StyleAsset]:
+    """Link the caller's images (references, SPEC.md "Reference image") into the style's
+    folder, all or none: the style's assets for them, in request order, once each. An image
+    already in the folder keeps its asset. Raises StyleNotFound, or UnresolvedReferences naming
+    each `images[i]` that does not resolve."""
+    if get_owned(services.db, account_id, style_id) is None:
+        raise StyleNotFound(style_id)
+    fields = {f"images[{index}]": value for index, value in enumerate(images)}
+    resolved = resolve_references(services, account_id, fields)
+    # media id -> the field that first named it (a request may name one image twice).
+    wanted: dict[str, str] = {}
+    for field, reference in resolved.items():
+        wanted.setdefault(reference.media_id, field)
+    drafts: list[AssetDraft] = []
+    with services.db.read() as session:
+        linked = repository.assets_of_media(session, style_id, list(wanted))
+        new_media = [
+            (field, references_repository.media_owned(session, media_id, account_id))
+            for media_id, field in wanted.items()
+            if media_id not in linked
+        ]
+    for field, row in new_media:
+        if row is None:  # resolved a moment ago, so only a concurrent delete gets here
+            raise UnresolvedReferences({field: NOT_FOUND})
+        drafts.append(_draft(services, account_id, row, fields[field]))
+    made = {
+        asset.media_id: asset for asset in build_assets(semantics, style_id, account_id, drafts)
+    }
+    with services.db.write() as session:
+        # Holding the style's row makes concurrent links of the same image wait, then skip it.
+        if repository.get_owned(session, style_id, account_id, for_update=True) is None:
+            raise StyleNotFound(style_id)
+        linked = repository.assets_of_media(session, style_id, list(wanted))
+        repository.add_assets(session, [a for a in made.values() if a.media_id not in linked])
+    return [linked.get(media_id) or made[media_id] for media_id in wanted]
+
+
+def list_assets(
+    db: Database, account_id: str, style_id: str, cursor: str | None, limit: int
+) -> tuple[list[StyleAsset], str | None]:
+    """One page of the style's assets, newest first. Raises StyleNotFound, BadCursor."""
+    after = decode_cursor(cursor) if cursor else None
+    with db.read() as session:
+        if repository.get_owned(session, style_id, account_id) is None:
+            raise StyleNotFound(style_id)
+        return page_of(list(repository.asset_page(session, style_id, after, limit + 1)), limit)
+
+
+def search(
+    db: Database,
+    semantics: AssetSemantics,
+    account_id: str,
+    style_id: str,
+    query: str,
+    limit: int,
+) -> list[SearchHit]:
+    """The `limit` assets closest to the query, by cosine similarity of their stored
+    embeddings to the query's (embedded now), most similar first. Raises StyleNotFound."""
+    with db.statements() as connection:
+        if not repository.style_owned(connection, style_id, account_id):
+            raise StyleNotFound(style_id)
+        rows = repository.search_matrix(connection, style_id)
+    if not rows:
+        return []
+    matrix = np.frombuffer(b"".join(row.embedding for row in rows), dtype=np.float32)
+    matrix = matrix.reshape(len(rows), -1)
+    vector = semantics.embed([query])[0]
+    return [
+        SearchHit(rows[index].id, rows[index].name, rows[index].storage_key, similarity)
+        for index, similarity in semantics.rank(vector, matrix, limit)
+    ]

