@@ -11,37 +11,21 @@ from typing import Any
 
 import httpx
 import numpy as np
-import pytest
 
-from core.accounts import service as accounts
-from core.ids import new_id
-from core.models import Style, StyleAsset
+from core.models import StyleAsset
 from tests.support.images import image_bytes
 from tests.support.service import Service
 from tests.test_jobs import create, wait_done
-from tests.test_styles_api import extracted_style, sites  # noqa: F401 (a fixture)
+from tests.test_styles_api import (  # noqa: F401 (sites is a fixture)
+    BOTH_MODES,
+    FETCHING,
+    extracted_style,
+    saved_style,
+    sites,
+)
 from tests.test_styles_extract import SITES
 
-BOTH_MODES = pytest.mark.parametrize("service", ["embedded", "distributed"], indirect=True)
-FETCHING = pytest.mark.parametrize("service", ["s3"], indirect=True)
 FOREIGN_ID = "0190b5d2-3f1e-7c1a-8b2a-9d0e1f2a3b4c"
-
-
-def saved_style(service: Service, key: str, colours: list[dict[str, Any]] | None = None) -> str:
-    caller = accounts.authenticate(service.services.db, key)
-    assert caller is not None
-    style = Style(
-        id=new_id(),
-        account_id=caller.account_id,
-        name="Test brand",
-        colours=colours or [],
-        typography=[],
-        tone=[],
-        aesthetic="",
-    )
-    with service.services.db.write() as session:
-        session.add(style)
-    return style.id
 
 
 def upload(client: httpx.Client, filename: str, colour: tuple[int, int, int]) -> str:
