@@ -96,9 +96,13 @@ def test_linked_uploads_and_generations_are_found_by_meaning(service: Service) -
         assert search(client, style_id, "noodle soup")[0]["id"] == assets[2]["id"]
         assert len(search(client, style_id, "shoes", limit=1)) == 1
         assert len(search(client, style_id, "shoes", limit=50)) == 3
+        # A search sees what was linked after the folder was last searched.
+        puppy = upload(client, "golden-retriever-puppy.png", (220, 170, 60))
+        assert client.post(f"/styles/{style_id}/assets", json={"images": [puppy]}).is_success
+        assert search(client, style_id, "a dog")[0]["name"] == "golden-retriever-puppy.png"
 
     stored = stored_assets(service, style_id)
-    assert len(stored) == 3
+    assert len(stored) == 4
     for asset in stored:
         vector = np.frombuffer(asset.embedding, dtype=np.float32)
         assert vector.shape == (384,) and abs(float(np.linalg.norm(vector)) - 1) < 1e-3

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any, TypeVar
 
-from sqlalchemy import Connection, Select, and_, or_, select
+from sqlalchemy import Connection, Select, and_, func, or_, select
 from sqlalchemy.orm import Session
 
 from core.models import Style, StyleAsset
@@ -80,13 +80,17 @@ def add_assets(session: Session, assets: Sequence[StyleAsset]) -> None:
     session.add_all(assets)
 
 
-def style_owned(connection: Connection, style_id: str, account_id: str) -> bool:
-    return (
-        connection.execute(
-            select(Style.id).where(Style.id == style_id, Style.account_id == account_id)
-        ).first()
-        is not None
-    )
+def folder_version(connection: Connection, style_id: str, account_id: str) -> Any | None:
+    """(count, newest created_at) of the style's assets, or None when the style is not the
+    account's: one small indexed query. Assets are only ever added, so the pair changes exactly
+    when the folder does."""
+    return connection.execute(
+        select(func.count(StyleAsset.id), func.max(StyleAsset.created_at))
+        .select_from(Style)
+        .outerjoin(StyleAsset, StyleAsset.style_id == Style.id)
+        .where(Style.id == style_id, Style.account_id == account_id)
+        .group_by(Style.id)
+    ).first()
 
 
 def search_matrix(connection: Connection, style_id: str) -> Sequence[Any]:

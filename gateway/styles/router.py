@@ -22,7 +22,7 @@ from core.pagination import BadCursor
 from core.prices import price_of
 from core.references.service import UnresolvedReferences
 from core.styles import service as styles_service
-from core.styles.service import AssetSemantics, StyleNotFound
+from core.styles.service import AssetSemantics, FolderCache, StyleNotFound
 from gateway.auth import current_caller
 from gateway.contract import CREATE_ERROR_RESPONSES, ERROR_RESPONSES, ContractRoute, JobEnvelope
 from gateway.errors import not_found, validation_error
@@ -43,6 +43,7 @@ from pipelines.styles import describe_image, embed_texts, rank_by_similarity
 
 router = APIRouter(route_class=ContractRoute, responses=ERROR_RESPONSES)
 SEMANTICS = AssetSemantics(describe=describe_image, embed=embed_texts, rank=rank_by_similarity)
+FOLDERS = FolderCache()
 
 
 def presenter_for(request: Request, gateway: Gateway) -> StylePresenter:
@@ -191,7 +192,13 @@ def search(
 ) -> Any:
     with _as_api_errors():
         hits = styles_service.search(
-            gateway.services.db, SEMANTICS, caller.account_id, _style_id(id), body.query, body.limit
+            gateway.services.db,
+            SEMANTICS,
+            FOLDERS,
+            caller.account_id,
+            _style_id(id),
+            body.query,
+            body.limit,
         )
     presenter = presenter_for(request, gateway)
     return {"data": [presenter.hit(hit) for hit in hits]}
