@@ -15,11 +15,13 @@ from pipelines.styles.css import colours_in
 from pipelines.styles.palette import colour_name, image_colours, image_shape
 
 EMBEDDING_DIMENSIONS = 384
-# A few short texts (a search query) run fastest on one thread: spreading so small a matrix over
-# the pool costs more in wake-ups than it saves, and far more on a busy machine (p50 86 ms on two
-# threads against 16 ms on one, measured on the 2-core development machine under load). The
-# setting is per thread with PyTorch's OpenMP pool, and restored after.
-ONE_THREAD_MAX_TEXTS = 4
+# Embeddings run on one torch thread. The batches are small (a query, a page's copy, 20 images):
+# spreading them over PyTorch's OpenMP pool costs more in wake-ups and spinning than it saves,
+# and far more on a busy machine (a search query 86 ms p50 on two threads against 16 ms on one;
+# extracting a fixture site 0.4-1.8 s against 0.1-0.3 s, on the 2-core development machine under
+# load). The setting is per thread with the OpenMP pool, so the caller's other work keeps its
+# threads; it is restored after.
+EMBEDDING_THREADS = 1
 
 _loaded: Any = None
 # One lock for loading and for encoding: threads (the gateway's request pool) must not load the
@@ -49,8 +51,7 @@ def embed_texts(texts: Sequence[str]) -> np.ndarray:
 
     threads = torch.get_num_threads()
     with _model_lock:
-        if len(texts) <= ONE_THREAD_MAX_TEXTS:
-            torch.set_num_threads(1)
+        torch.set_num_threads(EMBEDDING_THREADS)
         try:
             vectors = _model().encode(
                 list(texts), batch_size=64, normalize_embeddings=True, show_progress_bar=False
