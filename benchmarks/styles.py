@@ -209,8 +209,25 @@ async def _searches(port: int, key: str, style_id: str, count: int) -> list[floa
     return latencies
 
 
+def _query_embedding(count: int) -> list[float]:
+    """Seconds to embed one query in this process, the model loaded: the floor of a search."""
+    embed_texts(["load the model"])
+    latencies = []
+    for query in itertools.islice(itertools.cycle(QUERIES), count):
+        started = time.perf_counter()
+        embed_texts([query])
+        latencies.append(time.perf_counter() - started)
+    return sorted(latencies)
+
+
 def _search(options: Options, section: Section) -> Table:
     requests = options.scaled(600, 60)
+    alone = _query_embedding(requests)
+    section.findings.append(
+        f"Embedding one query alone, in the benchmark's process: p50 "
+        f"{percentile(alone, 0.5) * 1000:.1f} ms, p99 {percentile(alone, 0.99) * 1000:.1f} ms "
+        f"({requests} queries): most of a search's time, and the part a busy machine stretches."
+    )
     table = Table(
         ["gateway", "assets", "first search (loads the model)", "p50", "p90", "p99", "max"]
     )
