@@ -143,13 +143,7 @@ def _seeded_style(service: Deployment, key: str) -> str:
     embeds them (once, when added); the media rows point at files search never reads."""
     caller = accounts.authenticate(service.db, key)
     assert caller is not None
-    semantics = AssetSemantics(
-        describe=lambda name, alt, around, _body, _type: describe_asset(
-            AssetFacts(name, alt, around)
-        ),
-        embed=embed_texts,
-        rank=rank_by_similarity,
-    )
+    semantics = AssetSemantics(describe_image, embed_texts, rank_by_similarity)
     style = Style(
         id=new_id(),
         account_id=caller.account_id,
@@ -173,12 +167,11 @@ def _seeded_style(service: Deployment, key: str) -> str:
         AssetDraft(
             media_id=row.id,
             storage_key=row.storage_key,
-            content_type=row.content_type,
             name=name.replace(" ", "-") + ".png",
             alt_text=name,
             surrounding_text="",
             source="upload",
-            body=b"",
+            description=describe_asset(AssetFacts(name.replace(" ", "-") + ".png", name)),
         )
         for row, name in zip(media, _asset_names(), strict=True)
     ]

@@ -394,15 +394,16 @@ class JobRunner:
             media.append(row)
             path_name = os.path.basename(urlsplit(image.url).path) if image.url else ""
             drafts.append(
-                styles_service.AssetDraft(
+                styles_service.describe_draft(
+                    ASSET_SEMANTICS,
                     media_id=row.id,
                     storage_key=key,
-                    content_type=content_type,
                     name=path_name or f"{image.role}{extension}",
                     alt_text=image.alt_text,
                     surrounding_text=image.surrounding_text,
                     source="brand",
                     body=image.body,
+                    content_type=content_type,
                 )
             )
         return media, drafts

@@ -55,16 +55,42 @@ class StyleNotFound(Exception):
 
 @dataclass(frozen=True)
 class AssetDraft:
-    """An image already in our storage, about to join a style's folder."""
+    """An image already in our storage, described, about to join a style's folder."""
 
     media_id: str
     storage_key: str
-    content_type: str
     name: str
     alt_text: str
     surrounding_text: str
     source: str
-    body: bytes
+    # What the asset is embedded as (AssetSemantics.describe).
+    description: str
+
+
+def describe_draft(
+    semantics: AssetSemantics,
+    *,
+    media_id: str,
+    storage_key: str,
+    name: str,
+    alt_text: str,
+    surrounding_text: str,
+    source: str,
+    body: bytes,
+    content_type: str,
+) -> AssetDraft:
+    """A draft of an image whose bytes are at hand; the bytes are not kept, so a batch of
+    drafts holds one image at a time."""
+    name = name[:MAX_NAME_CHARS]
+    return AssetDraft(
+        media_id=media_id,
+        storage_key=storage_key,
+        name=name,
+        alt_text=alt_text,
+        surrounding_text=surrounding_text,
+        source=source,
+        description=semantics.describe(name, alt_text, surrounding_text, body, content_type),
+    )
 
 
 @dataclass(frozen=True)
@@ -115,13 +141,7 @@ def build_assets(
     semantics: AssetSemantics, style_id: str, account_id: str, drafts: Sequence[AssetDraft]
 ) -> list[StyleAsset]:
     """Asset rows with their embeddings, computed here once (one batch through the model)."""
-    descriptions = [
-        semantics.describe(
-            draft.name, draft.alt_text, draft.surrounding_text, draft.body, draft.content_type
-        )
-        for draft in drafts
-    ]
-    vectors = semantics.embed(descriptions) if drafts else np.zeros((0, 0), np.float32)
+    vectors = semantics.embed([draft.description for draft in drafts])
     return [
         StyleAsset(
             id=new_id(),
@@ -129,7 +149,7 @@ def build_assets(
             account_id=account_id,
             media_id=draft.media_id,
             storage_key=draft.storage_key,
-            name=draft.name[:MAX_NAME_CHARS],
+            name=draft.name,
             alt_text=draft.alt_text,
             surrounding_text=draft.surrounding_text,
             source=draft.source,
@@ -150,9 +170,11 @@ def _prompt_stem(prompt: str) -> str:
     return "-".join(words) or "generated-image"
 
 
-def _draft(services: Services, account_id: str, media: Media, reference: str) -> AssetDraft:
-    """Name, texts and source of one of the caller's images, and its bytes."""
-    alt_text = surrounding_text = ""
+def _draft(
+    services: Services, semantics: AssetSemantics, account_id: str, media: Media, reference: str
+) -> AssetDraft:
+    """Name, texts and source of one of the caller's images, described from its bytes."""
+    surrounding_text = ""
     with services.db.read() as session:
         if media.kind == "upload":
             upload = uploads_repository.get_owned(session, media.id, account_id)
@@ -167,15 +189,16 @@ def _draft(services: Services, account_id: str, media: Media, reference: str) ->
             job = jobs_repository.get(session, media.job_id) if media.job_id else None
             prompt = str((job.inputs if job else {}).get("prompt") or "")
             source, name, surrounding_text = "generation", _prompt_stem(prompt), prompt
-    return AssetDraft(
+    return describe_draft(
+        semantics,
         media_id=media.id,
         storage_key=media.storage_key,
-        content_type=media.content_type,
         name=_file_name(name, media.content_type),
-        alt_text=alt_text,
+        alt_text="",
         surrounding_text=surrounding_text,
         source=source,
         body=services.storage.get_bytes(media.storage_key),
+        content_type=media.content_type,
     )
 
 
@@ -209,7 +232,7 @@ def link_assets(
     for field, row in new_media:
         if row is None:  # resolved a moment ago, so only a concurrent delete gets here
             raise UnresolvedReferences({field: NOT_FOUND})
-        drafts.append(_draft(services, account_id, row, fields[field]))
+        drafts.append(_draft(services, semantics, account_id, row, fields[field]))
     made = {
         asset.media_id: asset for asset in build_assets(semantics, style_id, account_id, drafts)
     }
