@@ -188,6 +188,10 @@ def test_extraction_seeds_the_folder_with_the_sites_brand_images(
         assert [(a["name"], a["source"]) for a in linked.json()["data"]] == [
             ("social.png", "upload")
         ]
+        # A brand image that cannot be fetched (grotesk's og:image is a 404) is left out.
+        touch_icon_only = extracted_style(client, f"{sites}/grotesk/")
+        seeded = client.get(f"/styles/{touch_icon_only}/assets").json()["data"]
+        assert [asset["name"] for asset in seeded] == ["apple-touch-icon.png"]
     stored = stored_assets(service, style_id)
     assert len(stored) == 4
     assert all(len(asset.embedding) == 384 * 4 for asset in stored)

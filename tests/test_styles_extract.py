@@ -203,6 +203,7 @@ def test_google_fonts_font_shorthand_and_touch_icon(base_url: str, fetcher: Fetc
     assert fonts["body"]["fontFamily"] == "Work Sans"
     assert fonts["body"]["weight"] == "thin"
     assert style["logoUrl"] == base_url + "/grotesk/apple-touch-icon.png"
+    assert extraction.images == [], "the og:image answers 404: skipped, not fatal"
     assert "adventurous" in style["tone"]
 
 

@@ -339,9 +339,15 @@ class JobRunner:
         extraction = extract_style(job.inputs["url"], lambda url: fetch(url, policy))
         keeper.progress(0.8, "keeping the brand images")
         style_id = new_id()
-        media, drafts = self._store_brand_images(job, style_id, extraction.brand_images)
-        logo = extraction.logo
-        logo_key = drafts[0].storage_key if logo is not None and drafts else None
+        media: list[Media] = []
+        try:
+            drafts = self._store_brand_images(job, style_id, extraction.brand_images, media)
+            assets = styles_service.build_assets(ASSET_SEMANTICS, style_id, job.account_id, drafts)
+        except BaseException:
+            self._discard(media)
+            raise
+        # The logo comes first and always fits the budget.
+        logo_key = drafts[0].storage_key if extraction.logo is not None else None
         detail = extraction.style
         style = Style(
             id=style_id,
@@ -357,15 +363,14 @@ class JobRunner:
             aesthetic=detail["aesthetic"],
             logo_key=logo_key,
         )
-        assets = styles_service.build_assets(ASSET_SEMANTICS, style_id, job.account_id, drafts)
         return Outcome({"style": {"id": style_id}}, media, None, [style, *assets])
 
     def _store_brand_images(
-        self, job: Job, style_id: str, images: list[BrandImage]
-    ) -> tuple[list[Media], list[styles_service.AssetDraft]]:
-        """Re-host the site's brand images (logo first) as the style's seed assets: the same
-        bytes once, at most MAX_BRAND_IMAGES and MAX_BRAND_BYTES in all."""
-        media: list[Media] = []
+        self, job: Job, style_id: str, images: list[BrandImage], media: list[Media]
+    ) -> list[styles_service.AssetDraft]:
+        """Re-host the site's brand images (logo first) as the style's seed assets, adding their
+        rows to `media` as they are stored: the same bytes once, at most MAX_BRAND_IMAGES and
+        MAX_BRAND_BYTES in all."""
         drafts: list[styles_service.AssetDraft] = []
         seen: set[str] = set()
         budget = MAX_BRAND_BYTES
@@ -406,7 +411,7 @@ class JobRunner:
                     content_type=content_type,
                 )
             )
-        return media, drafts
+        return drafts
 
     def _stored(self, job: Job, output: ImageOutput, keeper: LeaseKeeper) -> Outcome:
         keeper.progress(0.95, "storing")
