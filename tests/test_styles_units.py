@@ -198,3 +198,18 @@ def test_folder_cache_answers_only_the_current_version_and_forgets_the_oldest() 
     cache.put("c", folder((1, "t1")))
     assert cache.get("b", (1, "t1")) is None, "the least recently used went"
     assert cache.get("a", (1, "t1")) is not None and cache.get("c", (1, "t1")) is not None
+
+
+def test_a_single_query_embeds_as_the_batch_path_does() -> None:
+    """One text goes through the traced transformer, several through `encode`: the vectors a
+    search compares must come out the same either way (stored assets were embedded in batches)."""
+    texts = [
+        "shoes",
+        "a much longer sentence about the mountains at dawn, with a lake and pines",
+        " ".join(["word"] * 400),  # past the 256-token limit: truncated the same way
+        "Ünïcödé café — ☕",
+    ]
+    batch = embed_texts(texts)
+    one_by_one = np.concatenate([embed_texts([text]) for text in texts])
+    assert one_by_one.shape == (4, 384) and one_by_one.dtype == np.float32
+    assert np.allclose(batch, one_by_one, atol=1e-5)

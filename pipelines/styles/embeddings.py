@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import threading
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -42,9 +43,60 @@ def _model() -> Any:
     return _loaded
 
 
+class _TracedEncoder:
+    """The model's transformer traced and frozen with TorchScript, for one text at a time (a
+    search query, on the request's critical path): it runs the very same weights without
+    eager PyTorch's per-operation Python, about a third faster for a short query (and steadier) on
+    the development machine. One text has no padding, so mean pooling is a plain mean; the
+    result equals `SentenceTransformer.encode` to float rounding (tests/test_styles_units.py)."""
+
+    def __init__(self, model: Any) -> None:
+        import torch
+
+        self.tokenizer = model.tokenizer
+        self.max_length = model.max_seq_length
+
+        class HiddenStates(torch.nn.Module):
+            def __init__(self) -> None:
+                super().__init__()
+                self.transformer = model[0].auto_model
+
+            def forward(self, input_ids: Any, attention_mask: Any, token_type_ids: Any) -> Any:
+                return self.transformer(
+                    input_ids=input_ids,
+                    attention_mask=attention_mask,
+                    token_type_ids=token_type_ids,
+                    return_dict=False,
+                )[0]
+
+        example = self._tokens("a sample query to trace the model with")
+        with warnings.catch_warnings(), torch.no_grad():
+            warnings.simplefilter("ignore")  # the tracer's notes on Python values it recorded
+            traced = torch.jit.trace(HiddenStates().eval(), example, strict=False)
+            self.traced = torch.jit.freeze(traced)
+
+    def _tokens(self, text: str) -> tuple[Any, Any, Any]:
+        encoded = self.tokenizer(
+            [text], truncation=True, max_length=self.max_length, return_tensors="pt"
+        )
+        return encoded["input_ids"], encoded["attention_mask"], encoded["token_type_ids"]
+
+    def __call__(self, text: str) -> np.ndarray:
+        import torch
+
+        with torch.inference_mode():
+            vector = self.traced(*self._tokens(text))[0].mean(dim=0)
+            vector = torch.nn.functional.normalize(vector, dim=0)
+        return np.asarray(vector.numpy(), dtype=np.float32).reshape(1, -1)
+
+
+_traced: _TracedEncoder | None = None
+
+
 def embed_texts(texts: Sequence[str]) -> np.ndarray:
     """Unit-length float32 embeddings, one row per text. Thread-safe; the first call of a
     process loads the model (seconds), later ones take milliseconds."""
+    global _traced
     if not texts:
         return np.zeros((0, EMBEDDING_DIMENSIONS), dtype=np.float32)
     import torch
@@ -53,6 +105,9 @@ def embed_texts(texts: Sequence[str]) -> np.ndarray:
     with _model_lock:
         torch.set_num_threads(EMBEDDING_THREADS)
         try:
+            if len(texts) == 1:
+                _traced = _traced or _TracedEncoder(_model())
+                return _traced(texts[0])
             vectors = _model().encode(
                 list(texts), batch_size=64, normalize_embeddings=True, show_progress_bar=False
             )
