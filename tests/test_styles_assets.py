@@ -7,6 +7,7 @@ and needs the fetching deployment); everything else goes through the API.
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import httpx
@@ -96,6 +97,10 @@ def test_linked_uploads_and_generations_are_found_by_meaning(service: Service) -
         assert search(client, style_id, "noodle soup")[0]["id"] == assets[2]["id"]
         assert len(search(client, style_id, "shoes", limit=1)) == 1
         assert len(search(client, style_id, "shoes", limit=50)) == 3
+        # Concurrent searches share the one model of the gateway process.
+        with ThreadPoolExecutor(8) as pool:
+            tops = pool.map(lambda q: search(client, style_id, q)[0]["id"], ["shoes", "lake"] * 4)
+        assert list(tops) == [assets[0]["id"], assets[1]["id"]] * 4
         # A search sees what was linked after the folder was last searched.
         puppy = upload(client, "golden-retriever-puppy.png", (220, 170, 60))
         assert client.post(f"/styles/{style_id}/assets", json={"images": [puppy]}).is_success
