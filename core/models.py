@@ -17,6 +17,7 @@ from sqlalchemy import (
     ForeignKey,
     Index,
     Integer,
+    LargeBinary,
     MetaData,
     String,
     Text,
@@ -218,4 +219,33 @@ class Style(Base):
     aesthetic: Mapped[str] = mapped_column(Text)
     # The re-hosted logo in our storage (its URL is signed at read time).
     logo_key: Mapped[str | None] = mapped_column(String(512), nullable=True)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+
+class StyleAsset(Base):
+    """An image in a style's linked folder, with the sentence embedding search ranks it by.
+
+    The embedding is computed once, when the asset is added, and stored as the raw bytes of a
+    float32 vector of unit length (384 values for MiniLM), so search reads it back without
+    parsing. One media row is linked at most once per style."""
+
+    __tablename__ = "style_assets"
+    __table_args__ = (
+        UniqueConstraint("style_id", "media_id", name="uq_style_assets_style_media"),
+        Index("ix_style_assets_style_created", "style_id", "created_at", "id"),
+    )
+
+    id: Mapped[str] = mapped_column(String(36), primary_key=True, default=new_id)
+    style_id: Mapped[str] = mapped_column(ForeignKey("styles.id"))
+    account_id: Mapped[str] = mapped_column(ForeignKey("accounts.id"))
+    media_id: Mapped[str] = mapped_column(ForeignKey("media.id"))
+    storage_key: Mapped[str] = mapped_column(String(512))
+    # The asset's file name (SPEC.md "Style search hit" `name`).
+    name: Mapped[str] = mapped_column(String(255))
+    alt_text: Mapped[str] = mapped_column(Text, default="")
+    surrounding_text: Mapped[str] = mapped_column(Text, default="")
+    # "brand" (seeded by extraction), "upload" (the caller's upload or a public URL they
+    # linked) or "generation" (one of their generated images).
+    source: Mapped[str] = mapped_column(String(16))
+    embedding: Mapped[bytes] = mapped_column(LargeBinary)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)

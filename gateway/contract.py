@@ -107,9 +107,6 @@ CREATE_ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
     402: {"model": ErrorEnvelope, "description": "INSUFFICIENT_CREDITS or SUBSCRIPTION_REQUIRED"},
     422: {"model": ErrorEnvelope, "description": "IDEMPOTENCY_KEY_REUSED"},
 }
-NOT_YET_RESPONSES: dict[int | str, dict[str, Any]] = {
-    501: {"model": ErrorEnvelope, "description": "Not implemented in this release yet"},
-}
 
 
 class ContractRoute(APIRoute):

@@ -87,14 +87,16 @@ def test_request_schemas_forbid_unknown_fields(document: dict) -> None:
     }  # fmt: skip
 
 
-def test_later_endpoints_answer_501_in_the_envelope_after_validating(
-    service: Service, key: str
-) -> None:
-    with service.client(key) as client:
-        search = "/styles/0190b5d2-3f1e-7c1a-8b2a-9d0e1f2a3b4c/search"
-        bad = client.post(search, json={"query": ""})
-        assert bad.status_code == 400
-        assert bad.json()["error"]["details"] == {"query": "must be at least 1 character(s)"}
-        later = client.post(search, json={"query": "a blue logo"})
-        assert later.status_code == 501
-        assert later.json()["error"]["code"] == "NOT_IMPLEMENTED"
+def test_style_assets_extension_is_documented(document: dict) -> None:
+    paths = document["paths"]
+    assert {"get", "post"} <= set(paths["/v1/styles/{id}/assets"])
+    link = document["components"]["schemas"]["LinkAssetsRequest"]
+    assert link["properties"]["images"]["minItems"] == 1
+    assert link["properties"]["images"]["maxItems"] == 20
+    search = document["components"]["schemas"]["SearchRequest"]
+    assert search["properties"]["limit"] == {
+        "type": "integer", "maximum": 50, "minimum": 1, "title": "Limit", "default": 10
+    }  # fmt: skip
+    assert set(document["components"]["schemas"]["SearchHit"]["required"]) == {
+        "id", "name", "url", "similarity"
+    }  # fmt: skip

@@ -1,6 +1,8 @@
-"""Brand styles through HTTP: extraction jobs on fixture sites, style reads, styleId in generate.
+"""Brand styles through HTTP: extraction jobs on fixture sites, style reads, styleId in generate
+and edit.
 
-Runs on the service that may fetch from loopback (SFUMATO_FETCH_ALLOW=127.0.0.1, S3 storage).
+Extraction runs on the service that may fetch from loopback (SFUMATO_FETCH_ALLOW=127.0.0.1, S3
+storage); styleId on edit runs in both modes on a style saved straight into the database.
 """
 
 from __future__ import annotations
@@ -10,18 +12,40 @@ import io
 import threading
 from collections.abc import Iterator
 from http.server import ThreadingHTTPServer
+from typing import Any
 
 import httpx
 import numpy as np
 import pytest
 from PIL import Image
 
+from core.accounts import service as accounts
+from core.ids import new_id
+from core.models import Style
 from gateway.styles.schemas import StyleDetail
 from tests.support.service import Service
 from tests.test_jobs import create, wait_done
 from tests.test_styles_extract import SITES, _SiteHandler
 
 FETCHING = pytest.mark.parametrize("service", ["s3"], indirect=True)
+BOTH_MODES = pytest.mark.parametrize("service", ["embedded", "distributed"], indirect=True)
+
+
+def saved_style(service: Service, key: str, colours: list[dict[str, Any]] | None = None) -> str:
+    caller = accounts.authenticate(service.services.db, key)
+    assert caller is not None
+    style = Style(
+        id=new_id(),
+        account_id=caller.account_id,
+        name="Test brand",
+        colours=colours or [],
+        typography=[],
+        tone=[],
+        aesthetic="",
+    )
+    with service.services.db.write() as session:
+        session.add(style)
+    return style.id
 
 
 @pytest.fixture(scope="module")
@@ -46,6 +70,13 @@ def extract(client: httpx.Client, url: str) -> dict:
         if data["status"] in ("completed", "failed"):
             return data
     raise AssertionError("the extraction did not finish")
+
+
+def extracted_style(client: httpx.Client, url: str) -> str:
+    """The id of the style an extraction of `url` saved."""
+    job = extract(client, url)
+    assert job["status"] == "completed", job
+    return str(job["result"]["style"]["id"])
 
 
 @FETCHING
@@ -86,10 +117,7 @@ def test_extraction_saves_a_style_that_reads_back_exactly_as_specified(
 def test_styles_page_with_a_cursor(service: Service, sites: str) -> None:
     key = service.new_key()
     with service.client(key) as client:
-        made = [
-            extract(client, f"{sites}/{site}/")["result"]["style"]["id"]
-            for site in ("inline", "bare")
-        ]
+        made = [extracted_style(client, f"{sites}/{site}/") for site in ("inline", "bare")]
         first = client.get("/styles", params={"limit": 1}).json()
         second = client.get("/styles", params={"limit": 1, "cursor": first["nextCursor"]}).json()
     assert [first["data"][0]["id"], second["data"][0]["id"]] == made[::-1]
@@ -126,7 +154,7 @@ def test_style_id_makes_the_brand_palette_dominant(service: Service, sites: str)
     key = service.new_key()
     prompt = "a quiet landscape"
     with service.client(key) as client:
-        style_id = extract(client, f"{sites}/northwind/")["result"]["style"]["id"]
+        style_id = extracted_style(client, f"{sites}/northwind/")
         palette = [
             _rgb(c["hex"])
             for c in client.get(f"/styles/{style_id}").json()["data"]["colours"]
@@ -146,3 +174,33 @@ def test_style_id_makes_the_brand_palette_dominant(service: Service, sites: str)
         return min(float(np.linalg.norm(mean - colour)) for colour in palette)
 
     assert distance_to_palette(styled) < distance_to_palette(plain)
+
+
+@BOTH_MODES
+def test_style_id_on_edit_recolours_towards_the_palette(service: Service) -> None:
+    key = service.new_key()
+    palette = ["#E0218A", "#2B0A1F"]
+    style_id = saved_style(
+        service, key, [{"type": "solid", "name": "n", "hex": h, "role": ""} for h in palette]
+    )
+    with service.client(key) as client:
+        source = wait_done(client, create(client, "[sleep 0.1] a plain square")["id"])
+
+        def edit(**fields: Any) -> httpx.Response:
+            body = {"imageId": source["id"], "prompt": "make it warmer", **fields}
+            return client.post("/images/edit", json=body)
+
+        plain = wait_done(client, edit().json()["data"]["id"])
+        styled = wait_done(client, edit(styleId=style_id).json()["data"]["id"])
+        unknown = edit(styleId="0190b5d2-3f1e-7c1a-8b2a-9d0e1f2a3b4c")
+    with service.client(service.new_key()) as stranger:
+        foreign = stranger.post("/images/generate", json={"prompt": "a cat", "styleId": style_id})
+    for refused in (unknown, foreign):
+        assert refused.status_code == 400
+        assert refused.json()["error"]["details"] == {"styleId": "style not found"}
+
+    def distance_to_palette(job: dict) -> float:
+        mean = _mean_colour(job["result"]["images"][0]["url"])
+        return min(float(np.linalg.norm(mean - _rgb(colour))) for colour in palette)
+
+    assert distance_to_palette(styled) < distance_to_palette(plain) - 20

@@ -105,9 +105,14 @@ def test_css_variables_google_fonts_and_inline_svg_logo(base_url: str, fetcher: 
     assert extraction.logo is not None and extraction.logo.url is None
     assert extraction.logo.body.startswith(b"<svg")
     assert style["logoUrl"] is None
-    (hero,) = extraction.images
+    hero, social = extraction.images
     assert (hero.role, hero.url) == ("hero", base_url + "/northwind/beans.png")
     assert hero.alt_text == "Freshly roasted beans on a linen cloth"
+    assert hero.surrounding_text.startswith("Coffee worth waking up for Hand-roasted")
+    assert (social.role, social.url) == ("social", base_url + "/northwind/social.png")
+    assert social.alt_text == "A cup of dark roast coffee seen from above"
+    assert extraction.logo.alt_text == "Northwind logo"
+    assert extraction.brand_images == [extraction.logo, hero, social]
     assert 3 <= len(style["tone"]) <= 6
 
 
@@ -198,6 +203,7 @@ def test_google_fonts_font_shorthand_and_touch_icon(base_url: str, fetcher: Fetc
     assert fonts["body"]["fontFamily"] == "Work Sans"
     assert fonts["body"]["weight"] == "thin"
     assert style["logoUrl"] == base_url + "/grotesk/apple-touch-icon.png"
+    assert extraction.images == [], "the og:image answers 404: skipped, not fatal"
     assert "adventurous" in style["tone"]
 
 

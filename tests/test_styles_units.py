@@ -1,15 +1,18 @@
 """Pure pieces of pipelines/styles: colour and gradient parsing, palette merging, the schema
-check, and the embedding blocks of asset search (with its latency over 1,000 assets)."""
+check, and the embedding blocks of asset search (with its latency over 1,000 assets), and the
+search's per-process folder cache."""
 
 from __future__ import annotations
 
 import io
 import time
+from typing import Any
 
 import numpy as np
 import pytest
 from PIL import Image
 
+from core.styles.service import FolderCache, SearchFolder
 from pipelines.styles import (
     AssetFacts,
     InvalidStyle,
@@ -180,3 +183,33 @@ def test_semantic_search_ranks_and_is_fast_over_1000_assets() -> None:
     assert [score for _, score in hits] == sorted((score for _, score in hits), reverse=True)
     assert rank_by_similarity(query, assets[:0], 10) == []
     assert p99 < 20
+
+
+def test_folder_cache_answers_only_the_current_version_and_forgets_the_oldest() -> None:
+    def folder(version: tuple[int, Any]) -> Any:
+        return SearchFolder(version, [], [], [], np.zeros((0, 384), np.float32))
+
+    cache = FolderCache(capacity=2)
+    cache.put("a", folder((1, "t1")))
+    assert cache.get("a", (1, "t1")) is not None
+    assert cache.get("a", (2, "t2")) is None, "a folder that grew is read again"
+    cache.put("b", folder((1, "t1")))
+    cache.get("a", (1, "t1"))
+    cache.put("c", folder((1, "t1")))
+    assert cache.get("b", (1, "t1")) is None, "the least recently used went"
+    assert cache.get("a", (1, "t1")) is not None and cache.get("c", (1, "t1")) is not None
+
+
+def test_a_single_query_embeds_as_the_batch_path_does() -> None:
+    """One text goes through the traced transformer, several through `encode`: the vectors a
+    search compares must come out the same either way (stored assets were embedded in batches)."""
+    texts = [
+        "shoes",
+        "a much longer sentence about the mountains at dawn, with a lake and pines",
+        " ".join(["word"] * 400),  # past the 256-token limit: truncated the same way
+        "Ünïcödé café — ☕",
+    ]
+    batch = embed_texts(texts)
+    one_by_one = np.concatenate([embed_texts([text]) for text in texts])
+    assert one_by_one.shape == (4, 384) and one_by_one.dtype == np.float32
+    assert np.allclose(batch, one_by_one, atol=1e-5)

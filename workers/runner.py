@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import io
 import logging
 import mimetypes
@@ -13,6 +14,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import urlsplit
 
 from PIL import Image
 
@@ -23,6 +25,7 @@ from core.jobs import service as jobs_service
 from core.models import Base, Job, Media, Style
 from core.services import Services
 from core.storage import StorageError
+from core.styles import service as styles_service
 from pipelines.base import (
     AnimateInput,
     Cancelled,
@@ -37,12 +40,24 @@ from pipelines.base import (
 )
 from pipelines.builtin.mp4 import poster_jpeg
 from pipelines.registry import PipelineRegistry
-from pipelines.styles import SiteUnavailable, extract_style
+from pipelines.styles import (
+    BrandImage,
+    SiteUnavailable,
+    describe_image,
+    embed_texts,
+    extract_style,
+    image_shape,
+    rank_by_similarity,
+)
 from workers.dispatch import Dispatcher
 from workers.queues import QUEUE_OF_OPERATION
 
 log = logging.getLogger(__name__)
 STORE_ATTEMPTS = 4
+# The brand images an extraction seeds a style's folder with (logo, hero, social image).
+MAX_BRAND_IMAGES = 3
+MAX_BRAND_BYTES = 12 * 1024 * 1024
+ASSET_SEMANTICS = styles_service.AssetSemantics(describe_image, embed_texts, rank_by_similarity)
 
 
 class ClaimLost(Exception):
@@ -205,6 +220,7 @@ class JobRunner:
             source=self._load_images([inputs["source"]])[0],
             seed=job.seed,
             references=self._load_images(inputs["references"]),
+            style=_style_hints(inputs.get("style")),
         )
         return self._stored(job, self.pipelines.get("edit").run(edit_input, keeper), keeper)
 
@@ -324,24 +340,14 @@ class JobRunner:
         keeper.progress(0.8, "keeping the brand images")
         style_id = new_id()
         media: list[Media] = []
-        logo_key = None
-        if extraction.logo is not None:
-            logo = extraction.logo
-            content_type = logo.content_type or "application/octet-stream"
-            extension = mimetypes.guess_extension(content_type.split(";")[0].strip()) or ""
-            logo_key = f"styles/{style_id}/logo{extension}"
-            self._put_with_retry(logo_key, logo.body, content_type)
-            media.append(
-                Media(
-                    id=new_id(),
-                    account_id=job.account_id,
-                    job_id=job.id,
-                    kind="brand",
-                    storage_key=logo_key,
-                    content_type=content_type,
-                    size_bytes=len(logo.body),
-                )
-            )
+        try:
+            drafts = self._store_brand_images(job, style_id, extraction.brand_images, media)
+            assets = styles_service.build_assets(ASSET_SEMANTICS, style_id, job.account_id, drafts)
+        except BaseException:
+            self._discard(media)
+            raise
+        # The logo comes first and always fits the budget.
+        logo_key = drafts[0].storage_key if extraction.logo is not None else None
         detail = extraction.style
         style = Style(
             id=style_id,
@@ -357,7 +363,55 @@ class JobRunner:
             aesthetic=detail["aesthetic"],
             logo_key=logo_key,
         )
-        return Outcome({"style": {"id": style_id}}, media, None, [style])
+        return Outcome({"style": {"id": style_id}}, media, None, [style, *assets])
+
+    def _store_brand_images(
+        self, job: Job, style_id: str, images: list[BrandImage], media: list[Media]
+    ) -> list[styles_service.AssetDraft]:
+        """Re-host the site's brand images (logo first) as the style's seed assets, adding their
+        rows to `media` as they are stored: the same bytes once, at most MAX_BRAND_IMAGES and
+        MAX_BRAND_BYTES in all."""
+        drafts: list[styles_service.AssetDraft] = []
+        seen: set[str] = set()
+        budget = MAX_BRAND_BYTES
+        for image in images[:MAX_BRAND_IMAGES]:
+            digest = hashlib.sha256(image.body).hexdigest()
+            if digest in seen or len(image.body) > budget:
+                continue
+            seen.add(digest)
+            budget -= len(image.body)
+            content_type = image.content_type or "application/octet-stream"
+            extension = mimetypes.guess_extension(content_type) or ""
+            key = f"styles/{style_id}/{image.role}{extension}"
+            self._put_with_retry(key, image.body, content_type)
+            size = image_shape(image.body)
+            row = Media(
+                id=new_id(),
+                account_id=job.account_id,
+                job_id=job.id,
+                kind="brand",
+                storage_key=key,
+                content_type=content_type,
+                width=size[0] if size else None,
+                height=size[1] if size else None,
+                size_bytes=len(image.body),
+            )
+            media.append(row)
+            path_name = os.path.basename(urlsplit(image.url).path) if image.url else ""
+            drafts.append(
+                styles_service.describe_draft(
+                    ASSET_SEMANTICS,
+                    media_id=row.id,
+                    storage_key=key,
+                    name=path_name or f"{image.role}{extension}",
+                    alt_text=image.alt_text,
+                    surrounding_text=image.surrounding_text,
+                    source="brand",
+                    body=image.body,
+                    content_type=content_type,
+                )
+            )
+        return drafts
 
     def _stored(self, job: Job, output: ImageOutput, keeper: LeaseKeeper) -> Outcome:
         keeper.progress(0.95, "storing")

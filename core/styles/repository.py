@@ -1,39 +1,103 @@
-"""SQL for saved brand styles."""
+"""SQL for saved brand styles and the assets of their linked folders."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
+from typing import Any, TypeVar
 
-from sqlalchemy import and_, or_, select
+from sqlalchemy import Connection, Select, and_, func, or_, select
 from sqlalchemy.orm import Session
 
-from core.models import Style
+from core.models import Style, StyleAsset
+
+Row = TypeVar("Row", Style, StyleAsset)
 
 
 def add(session: Session, style: Style) -> None:
     session.add(style)
 
 
-def get_owned(session: Session, style_id: str, account_id: str) -> Style | None:
+def get_owned(
+    session: Session, style_id: str, account_id: str, *, for_update: bool = False
+) -> Style | None:
+    query = select(Style).where(Style.id == style_id, Style.account_id == account_id)
+    if for_update:
+        query = query.with_for_update()
+    return session.scalars(query).first()
+
+
+def _newest_first(
+    session: Session,
+    query: Select[Row],
+    model: type[Row],
+    after: tuple[datetime, str] | None,
+    limit: int,
+) -> Sequence[Row]:
+    """Newest first, keyset on (created_at, id), like the job list."""
+    if after is not None:
+        created_at, row_id = after
+        query = query.where(
+            or_(
+                model.created_at < created_at,
+                and_(model.created_at == created_at, model.id < row_id),
+            )
+        )
     return session.scalars(
-        select(Style).where(Style.id == style_id, Style.account_id == account_id)
-    ).first()
+        query.order_by(model.created_at.desc(), model.id.desc()).limit(limit)
+    ).all()
 
 
 def page(
     session: Session, account_id: str, after: tuple[datetime, str] | None, limit: int
 ) -> Sequence[Style]:
-    """Newest first, keyset on (created_at, id), like the job list."""
-    query = select(Style).where(Style.account_id == account_id)
-    if after is not None:
-        created_at, style_id = after
-        query = query.where(
-            or_(
-                Style.created_at < created_at,
-                and_(Style.created_at == created_at, Style.id < style_id),
-            )
+    return _newest_first(
+        session, select(Style).where(Style.account_id == account_id), Style, after, limit
+    )
+
+
+def asset_page(
+    session: Session, style_id: str, after: tuple[datetime, str] | None, limit: int
+) -> Sequence[StyleAsset]:
+    return _newest_first(
+        session, select(StyleAsset).where(StyleAsset.style_id == style_id), StyleAsset, after, limit
+    )
+
+
+def assets_of_media(
+    session: Session, style_id: str, media_ids: Sequence[str]
+) -> dict[str, StyleAsset]:
+    """The style's assets that link these media rows, by media id."""
+    rows = session.scalars(
+        select(StyleAsset).where(
+            StyleAsset.style_id == style_id, StyleAsset.media_id.in_(list(media_ids))
         )
-    return session.scalars(
-        query.order_by(Style.created_at.desc(), Style.id.desc()).limit(limit)
+    ).all()
+    return {row.media_id: row for row in rows}
+
+
+def add_assets(session: Session, assets: Sequence[StyleAsset]) -> None:
+    session.add_all(assets)
+
+
+def folder_version(connection: Connection, style_id: str, account_id: str) -> Any | None:
+    """(count, newest created_at) of the style's assets, or None when the style is not the
+    account's: one small indexed query. Assets are only ever added, so the pair changes exactly
+    when the folder does."""
+    return connection.execute(
+        select(func.count(StyleAsset.id), func.max(StyleAsset.created_at))
+        .select_from(Style)
+        .outerjoin(StyleAsset, StyleAsset.style_id == Style.id)
+        .where(Style.id == style_id, Style.account_id == account_id)
+        .group_by(Style.id)
+    ).first()
+
+
+def search_matrix(connection: Connection, style_id: str) -> Sequence[Any]:
+    """(id, name, storage_key, embedding) of every asset of the style, oldest first: just the
+    columns ranking needs, as plain rows (no ORM objects: the hot path of search)."""
+    return connection.execute(
+        select(StyleAsset.id, StyleAsset.name, StyleAsset.storage_key, StyleAsset.embedding)
+        .where(StyleAsset.style_id == style_id)
+        .order_by(StyleAsset.created_at, StyleAsset.id)
     ).all()

@@ -31,6 +31,7 @@ class GenerateRequest(RequestModel):
 class EditRequest(RequestModel):
     imageId: UUIDString
     prompt: Prompt
+    styleId: UUIDString | None = None
     references: References = Field(default_factory=list)
 
 

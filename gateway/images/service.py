@@ -30,13 +30,7 @@ def generate(
     claim: jobs_service.IdempotencyClaim | None,
 ) -> tuple[Job, bool]:
     unresolved: dict[str, str] = {}
-    style_hints = None
-    if body.styleId is not None:
-        style = styles_service.get_owned(gateway.services.db, caller.account_id, body.styleId)
-        if style is None:
-            unresolved["styleId"] = "style not found"
-        else:
-            style_hints = styles_service.generation_hints(style)
+    style_hints = _style_hints(gateway, caller, body.styleId, unresolved)
     references: dict[str, Reference] = {}
     try:
         references = resolve_references(
@@ -73,6 +67,20 @@ def generate(
         ),
         claim,
     )
+
+
+def _style_hints(
+    gateway: Gateway, caller: Caller, style_id: str | None, unresolved: dict[str, str]
+) -> dict[str, Any] | None:
+    """What the caller's style `style_id` lends the job; a style that is not theirs is noted in
+    `unresolved` under `styleId`."""
+    if style_id is None:
+        return None
+    style = styles_service.get_owned(gateway.services.db, caller.account_id, style_id)
+    if style is None:
+        unresolved["styleId"] = "style not found"
+        return None
+    return styles_service.generation_hints(style)
 
 
 def _source(gateway: Gateway, caller: Caller, image_id: str) -> SourceImage:
@@ -117,6 +125,9 @@ def edit(
     claim: jobs_service.IdempotencyClaim | None,
 ) -> tuple[Job, bool]:
     source = _source(gateway, caller, body.imageId)
+    unresolved: dict[str, str] = {}
+    style_hints = _style_hints(gateway, caller, body.styleId, unresolved)
+    references: dict[str, Reference] = {}
     try:
         references = resolve_references(
             gateway.services,
@@ -124,11 +135,15 @@ def edit(
             {f"references[{index}]": value for index, value in enumerate(body.references)},
         )
     except UnresolvedReferences as error:
-        raise validation_error(error.details, "A referenced image could not be resolved") from None
+        unresolved.update(error.details)
+    if unresolved:
+        raise validation_error(unresolved, "A referenced resource could not be resolved")
     width, height = source.reference.width, source.reference.height
     inputs = {
         "imageId": body.imageId,
         "prompt": body.prompt,
+        "styleId": body.styleId,
+        "style": style_hints,
         "references": [reference.as_input() for reference in references.values()],
         "width": width,
         "height": height,

@@ -1,12 +1,14 @@
-"""A saved style as the API shows it (StyleDetail and the list's summaries)."""
+"""A saved style as the API shows it (StyleDetail, the list's summaries), its linked assets and
+search hits."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from core.models import Style
+from core.clock import isoformat_ms
+from core.models import Style, StyleAsset
 from core.storage import Storage
-from core.styles.service import palette_of
+from core.styles.service import SearchHit, palette_of
 
 
 class StylePresenter:
@@ -15,12 +17,11 @@ class StylePresenter:
         self.base_url = base_url
         self.url_seconds = url_seconds
 
+    def _url(self, key: str) -> str:
+        return self.storage.url_for(key, base_url=self.base_url, expires_in=self.url_seconds)
+
     def _logo_url(self, style: Style) -> str | None:
-        if style.logo_key is None:
-            return None
-        return self.storage.url_for(
-            style.logo_key, base_url=self.base_url, expires_in=self.url_seconds
-        )
+        return self._url(style.logo_key) if style.logo_key is not None else None
 
     def detail(self, style: Style) -> dict[str, Any]:
         return {
@@ -43,4 +44,22 @@ class StylePresenter:
             "url": style.url,
             "logoUrl": self._logo_url(style),
             "palette": palette_of(style),
+        }
+
+    def asset(self, asset: StyleAsset) -> dict[str, Any]:
+        return {
+            "id": asset.id,
+            "name": asset.name,
+            "url": self._url(asset.storage_key),
+            "source": asset.source,
+            "altText": asset.alt_text,
+            "createdAt": isoformat_ms(asset.created_at),
+        }
+
+    def hit(self, hit: SearchHit) -> dict[str, Any]:
+        return {
+            "id": hit.asset_id,
+            "name": hit.name,
+            "url": self._url(hit.storage_key),
+            "similarity": round(hit.similarity, 6),
         }

@@ -6,7 +6,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field, StringConstraints
 
-from gateway.contract import RequestModel, ResponseModel
+from gateway.contract import ReferenceImage, RequestModel, ResponseModel
 
 Hex = Annotated[str, StringConstraints(pattern=r"^#[0-9A-Fa-f]{6}$")]
 ColourName = Annotated[str, StringConstraints(min_length=1, max_length=50)]
@@ -89,3 +89,30 @@ class SearchHit(ResponseModel):
 
 class SearchResults(ResponseModel):
     data: list[SearchHit]
+
+
+class LinkAssetsRequest(RequestModel):
+    """Images to link into a style's folder: references as on generate (SPEC.md "Reference
+    image"), 1 to 20 of them."""
+
+    images: Annotated[list[ReferenceImage], Field(min_length=1, max_length=20)]
+
+
+class StyleAssetItem(ResponseModel):
+    """An image in a style's linked folder (extension)."""
+
+    id: str = Field(json_schema_extra={"format": "uuid"})
+    name: str
+    url: str
+    source: Literal["brand", "upload", "generation"]
+    altText: str
+    createdAt: str = Field(json_schema_extra={"format": "date-time"})
+
+
+class StyleAssets(ResponseModel):
+    data: list[StyleAssetItem]
+
+
+class StyleAssetPage(ResponseModel):
+    data: list[StyleAssetItem]
+    nextCursor: str | None

@@ -27,7 +27,9 @@ from PIL import Image
 from pipelines.base import EditInput, ImageOutput, JobControl
 from pipelines.builtin import styles
 from pipelines.builtin import vocabulary as vocab
+from pipelines.builtin.generate import parse_hex_colour
 from pipelines.builtin.imaging import (
+    LUMA,
     Float,
     Stages,
     blurred,
@@ -515,6 +517,27 @@ def _apply(picture: Float, step: Step, context: Context) -> Float:
     return OPERATIONS[step.operation](picture, step.strength, context)
 
 
+# How strongly a brand style's palette (styleId) recolours an edit.
+BRAND_GRADE = 0.35
+
+
+def brand_grade(picture: Float, palette: tuple[str, ...], amount: float = BRAND_GRADE) -> Float:
+    """A gradient map through the brand's colours, ordered dark to light, blended in at
+    `amount`: the picture keeps its shapes and light, and takes the brand's colours."""
+    colours = sorted(
+        (c for c in map(parse_hex_colour, palette) if c), key=lambda c: float(np.dot(c, LUMA))
+    )
+    if not colours:
+        return picture
+    if len(colours) == 1:
+        colours = [(0.0, 0.0, 0.0), colours[0], (1.0, 1.0, 1.0)]
+    stops = np.array(colours, np.float32)
+    positions = np.linspace(0.0, 1.0, len(stops))
+    light = luma(picture)
+    mapped = np.stack([np.interp(light, positions, stops[:, c]) for c in range(3)], axis=-1)
+    return picture * (1.0 - amount) + mapped.astype(np.float32) * amount
+
+
 class BuiltinEdit:
     """Instruction edits on the CPU: colour, tone, looks, painting styles, reference looks."""
 
@@ -546,6 +569,9 @@ class BuiltinEdit:
         else:
             notes = ["builtin editor applied: " + "; ".join(plan.applied)]
         notes += [f"not applied: {reason}" for reason in plan.skipped]
+        if inputs.style is not None and inputs.style.palette:
+            picture = brand_grade(picture, inputs.style.palette)
+            notes.append("recoloured towards the brand style's palette")
         image = to_image(picture)
         log_peak_memory(log, "edit", image.width, image.height)
         return ImageOutput(images=[image], notes=notes)

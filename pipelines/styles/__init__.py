@@ -3,7 +3,13 @@
 Pure library: documents come in through a `Fetcher`, plain dicts go out. No HTTP server,
 queue or database here; the worker wires those."""
 
-from pipelines.styles.embeddings import AssetFacts, describe_asset, embed_texts, rank_by_similarity
+from pipelines.styles.embeddings import (
+    AssetFacts,
+    describe_asset,
+    describe_image,
+    embed_texts,
+    rank_by_similarity,
+)
 from pipelines.styles.extract import BrandImage, Extraction, extract_style
 from pipelines.styles.palette import image_colours, image_shape
 from pipelines.styles.schema import STYLE_DETAIL_SCHEMA, InvalidStyle, validate_style
@@ -20,6 +26,7 @@ __all__ = [
     "InvalidStyle",
     "SiteUnavailable",
     "describe_asset",
+    "describe_image",
     "detect_tone",
     "embed_texts",
     "extract_style",

@@ -6,7 +6,7 @@ import math
 import re
 import uuid
 from collections import defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 from urllib.parse import urljoin, urlsplit
 
@@ -42,6 +42,8 @@ MAX_GRADIENTS = 3
 MAX_IMAGE_BYTES = 5 * 1024 * 1024
 # Logo-like images tried before the icon fallbacks: each is a fetch.
 MAX_LOGO_CANDIDATES = 3
+# Text kept around a brand image, for the asset search to match it by.
+SURROUNDING_CHARS = 300
 USAGE_BY_PROPERTY = {
     "background": "background",
     "background-color": "background",
@@ -73,7 +75,13 @@ class BrandImage:
 class Extraction:
     style: dict[str, Any]
     logo: BrandImage | None = None
+    # The hero and social images, not the logo (see `brand_images`).
     images: list[BrandImage] = field(default_factory=list)
+
+    @property
+    def brand_images(self) -> list[BrandImage]:
+        """What seeds the style's linked folder: the logo first, then hero and social."""
+        return ([self.logo] if self.logo is not None else []) + self.images
 
 
 def _text(node: LexborNode | None) -> str:
@@ -298,17 +306,21 @@ def find_logo(html: LexborHTMLParser, base: str, fetcher: Fetcher) -> BrandImage
 def find_hero_images(
     html: LexborHTMLParser, base: str, fetcher: Fetcher, logo: BrandImage | None
 ) -> list[BrandImage]:
+    """The hero image (with its alt text and the hero's text around it) and the social image
+    (og:image or twitter:image, with its alt and the page's title), each fetched once."""
     images: list[BrandImage] = []
     hero = html.css_first("[class*=hero] img, header img:not([class*=logo]), main img")
-    og_image = _meta(html, 'meta[property="og:image"]')
+    social = _meta(html, 'meta[property="og:image"]', 'meta[name="twitter:image"]')
     wanted: list[tuple[str, str, str, str]] = []
     if hero is not None and hero.attributes.get("src") and not _is_logo(hero):
-        context = _text(hero.parent)[:200] if hero.parent is not None else ""
+        context = _text(hero.parent)[:SURROUNDING_CHARS] if hero.parent is not None else ""
         wanted.append(
             ("hero", hero.attributes.get("src") or "", hero.attributes.get("alt") or "", context)
         )
-    if og_image:
-        wanted.append(("social", og_image, "", _meta(html, 'meta[property="og:title"]') or ""))
+    if social:
+        social_alt = _meta(html, 'meta[property="og:image:alt"]', 'meta[name="twitter:image:alt"]')
+        title = _meta(html, 'meta[property="og:title"]', 'meta[name="description"]') or ""
+        wanted.append(("social", social, social_alt or "", title[:SURROUNDING_CHARS]))
     seen = {logo.url} if logo is not None else set()
     for role, src, alt, context in wanted:
         url = urljoin(base, src)
@@ -405,4 +417,6 @@ def extract_style(url: str, fetcher: Fetcher) -> Extraction:
         "logoUrl": logo.url if logo is not None else None,
     }
     validate_style(style)
+    if logo is not None and not logo.alt_text:
+        logo = replace(logo, alt_text=f"{name} logo")
     return Extraction(style=style, logo=logo, images=images)
