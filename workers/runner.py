@@ -38,8 +38,10 @@ from pipelines.base import (
 from pipelines.builtin.mp4 import poster_jpeg
 from pipelines.registry import PipelineRegistry
 from pipelines.styles import SiteUnavailable, extract_style
+from workers import metrics
 from workers.dispatch import Dispatcher
 from workers.queues import QUEUE_OF_OPERATION
+from workers.shutdown import InFlight
 
 log = logging.getLogger(__name__)
 STORE_ATTEMPTS = 4
@@ -126,6 +128,8 @@ class JobRunner:
         self.pipelines = pipelines
         # Publishes the next video of an account's line when one of its videos ends.
         self.dispatcher = dispatcher
+        # What runs now, for the graceful shutdown to hand back.
+        self.in_flight = InFlight()
         self._operations: dict[str, Callable[[Job, LeaseKeeper], Outcome]] = {
             "generate": self._generate,
             "edit": self._edit,
@@ -148,6 +152,10 @@ class JobRunner:
         claim = jobs_service.claim(self.services.db, job_id, self.services.settings.lease_seconds)
         if claim is None:
             return
+        with self.in_flight.track(claim):
+            self._run_claimed(claim)
+
+    def _run_claimed(self, claim: jobs_service.Claim) -> None:
         job = claim.job
         self.services.events.publish(job.id)
         started = time.perf_counter()
@@ -167,13 +175,16 @@ class JobRunner:
                 time.perf_counter() - started,
                 resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024,
             )
+            metrics.job_ended(job.operation, "completed", time.perf_counter() - started)
         except (Cancelled, ClaimLost):
             log.info("job %s was cancelled or taken over; its output is discarded", job.id)
             self._discard(stored)
+            metrics.job_ended(job.operation, "abandoned", time.perf_counter() - started)
         except Exception as error:
             log.exception("job %s failed", job.id)
             self._discard(stored)
             jobs_service.fail(self.services.db, claim, _failure_message(error))
+            metrics.job_ended(job.operation, "failed", time.perf_counter() - started)
         finally:
             self.services.events.publish(job.id)
             self.dispatcher.job_ended(job)
