@@ -4,27 +4,55 @@
 
 from __future__ import annotations
 
+import json
 import os
+import tomllib
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import httpx
 
 from core.accounts import service as accounts
+from core.credits import repository as credits_repository
 from core.services import Services
 from tests.support.service import Mode, Process, free_port, wait_until
 
 GENEROUS = Path(__file__).with_name("generous.toml")
 
 
-def config_file(folder: Path, extra: str = "") -> Path:
-    """generous.toml plus `extra` TOML (any later table replaces the earlier one key by key)."""
+def config_file(folder: Path, overrides: dict[str, Any]) -> Path:
+    """A configuration file: generous.toml with `overrides` merged into it, table by table."""
+    merged = _merge(tomllib.loads(GENEROUS.read_text()), overrides)
     path = folder / f"config-{uuid.uuid4().hex[:6]}.toml"
-    path.write_text(GENEROUS.read_text() + "\n" + extra)
+    path.write_text("\n".join(_toml_tables(merged, ())))
     return path
+
+
+def _merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
+    merged = dict(base)
+    for key, value in override.items():
+        if isinstance(value, dict) and isinstance(merged.get(key), dict):
+            merged[key] = _merge(merged[key], value)
+        else:
+            merged[key] = value
+    return merged
+
+
+def _toml_tables(table: dict[str, Any], path: tuple[str, ...]) -> Iterator[str]:
+    """Tables of scalars and lists (all a configuration file holds); JSON strings, numbers and
+    lists are TOML too."""
+    scalars = {key: value for key, value in table.items() if not isinstance(value, dict)}
+    if scalars:
+        yield "[" + ".".join(json.dumps(part) for part in path) + "]"
+        for key, value in scalars.items():
+            yield f"{json.dumps(key)} = {json.dumps(value)}"
+    for key, value in table.items():
+        if isinstance(value, dict):
+            yield from _toml_tables(value, (*path, key))
 
 
 @dataclass
@@ -74,6 +102,12 @@ class Fleet:
         email = f"fleet-{os.urandom(6).hex()}@test.local"
         accounts.create_account(self.services.db, email, plan, credits)
         return accounts.create_key(self.services.db, email, "fleet", None).plaintext
+
+    def balance(self, key: str) -> int:
+        caller = accounts.authenticate(self.services.db, key)
+        assert caller is not None
+        with self.services.db.read() as session:
+            return credits_repository.balance(session, caller.account_id)
 
     def client(self, gateway: Gateway, key: str, timeout: float = 60) -> httpx.Client:
         return httpx.Client(base_url=gateway.api, headers={"x-api-key": key}, timeout=timeout)
