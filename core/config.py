@@ -105,11 +105,11 @@ class ServiceConfig(_Strict):
     queues: Queues
 
 
-def _merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
+def merge_tables(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
     merged = dict(base)
     for key, value in override.items():
         if isinstance(value, dict) and isinstance(merged.get(key), dict):
-            merged[key] = _merge(merged[key], value)
+            merged[key] = merge_tables(merged[key], value)
         else:
             merged[key] = value
     return merged
@@ -119,5 +119,5 @@ def _merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
 def load_config(path: Path | None = None) -> ServiceConfig:
     data = tomllib.loads(DEFAULTS.read_text())
     if path is not None:
-        data = _merge(data, tomllib.loads(path.read_text()))
+        data = merge_tables(data, tomllib.loads(path.read_text()))
     return ServiceConfig.model_validate(data)

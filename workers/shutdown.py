@@ -92,7 +92,7 @@ class GracefulShutdown:
         # A cold shutdown (SIGQUIT, a second SIGINT) does not wait for anything.
         grace = self.grace_seconds if how == "Warm" else 0.0
         log.info(
-            "%s: %d job(s) running get %.0fs to finish", sig, len(self.in_flight.claims()), grace
+            "%s: %d job(s) running get %.1fs to finish", sig, len(self.in_flight.claims()), grace
         )
         threading.Thread(target=self.run, args=(grace,), name="shutdown", daemon=True).start()
 

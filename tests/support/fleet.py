@@ -17,6 +17,7 @@ from typing import Any
 import httpx
 
 from core.accounts import service as accounts
+from core.config import merge_tables
 from core.credits import repository as credits_repository
 from core.services import Services
 from tests.support.service import Mode, Process, free_port, wait_until
@@ -26,20 +27,10 @@ GENEROUS = Path(__file__).with_name("generous.toml")
 
 def config_file(folder: Path, overrides: dict[str, Any]) -> Path:
     """A configuration file: generous.toml with `overrides` merged into it, table by table."""
-    merged = _merge(tomllib.loads(GENEROUS.read_text()), overrides)
+    merged = merge_tables(tomllib.loads(GENEROUS.read_text()), overrides)
     path = folder / f"config-{uuid.uuid4().hex[:6]}.toml"
     path.write_text("\n".join(_toml_tables(merged, ())))
     return path
-
-
-def _merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
-    merged = dict(base)
-    for key, value in override.items():
-        if isinstance(value, dict) and isinstance(merged.get(key), dict):
-            merged[key] = _merge(merged[key], value)
-        else:
-            merged[key] = value
-    return merged
 
 
 def _toml_tables(table: dict[str, Any], path: tuple[str, ...]) -> Iterator[str]:
