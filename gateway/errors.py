@@ -9,8 +9,9 @@ from typing import Any
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
-from sqlalchemy import exc as sqlalchemy_errors
 from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from core.db import DATABASE_UNAVAILABLE
 
 log = logging.getLogger(__name__)
 
@@ -57,13 +58,6 @@ def unauthorized() -> ApiError:
     return ApiError(401, "UNAUTHORIZED", "Invalid API key")
 
 
-# The database cannot be reached or dropped the connection (its transaction rolled back), or the
-# pool has no connection to give: the request may be retried as it is.
-DATABASE_UNAVAILABLE = (
-    sqlalchemy_errors.OperationalError,
-    sqlalchemy_errors.InterfaceError,
-    sqlalchemy_errors.TimeoutError,
-)
 DATABASE_RETRY_AFTER_SECONDS = 2
 
 

@@ -9,8 +9,8 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from core.accounts import service as accounts
 from core.clock import utcnow
+from core.db import DATABASE_UNAVAILABLE
 from gateway.errors import (
-    DATABASE_UNAVAILABLE,
     ApiError,
     database_unavailable,
     error_response,

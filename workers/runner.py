@@ -16,6 +16,7 @@ from typing import Any
 
 from PIL import Image
 
+from core.db import DATABASE_UNAVAILABLE
 from core.fetch import FetchPolicy, fetch
 from core.ids import new_id
 from core.images import decode_first_frame
@@ -45,6 +46,8 @@ from workers.shutdown import InFlight
 
 log = logging.getLogger(__name__)
 STORE_ATTEMPTS = 4
+# About ten seconds of a database out of reach before a claim gives up.
+CLAIM_ATTEMPTS = 8
 
 
 class ClaimLost(Exception):
@@ -149,11 +152,29 @@ class JobRunner:
                 self.pipelines.get(operation)
 
     def run(self, job_id: str) -> None:
-        claim = jobs_service.claim(self.services.db, job_id, self.services.settings.lease_seconds)
+        claim = self._claim(job_id)
         if claim is None:
             return
         with self.in_flight.track(claim):
             self._run_claimed(claim)
+
+    def _claim(self, job_id: str) -> jobs_service.Claim | None:
+        """The claim, tried again while the database is briefly out of reach (a dropped
+        connection, a failover): giving up acknowledges the message, and the sweep would only
+        republish the job minutes later."""
+        delay = 0.2
+        for attempt in range(1, CLAIM_ATTEMPTS + 1):
+            try:
+                return jobs_service.claim(
+                    self.services.db, job_id, self.services.settings.lease_seconds
+                )
+            except DATABASE_UNAVAILABLE as error:
+                if attempt == CLAIM_ATTEMPTS:
+                    raise
+                log.warning("claiming job %s failed (%s); retrying", job_id, type(error).__name__)
+                time.sleep(delay)
+                delay = min(delay * 2, 2.0)
+        return None
 
     def _run_claimed(self, claim: jobs_service.Claim) -> None:
         job = claim.job
