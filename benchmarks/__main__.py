@@ -13,7 +13,15 @@ from datetime import UTC, datetime
 from pathlib import Path
 from types import FrameType
 
-from benchmarks import create_overhead, create_to_start, images, job_read, long_poll, videos
+from benchmarks import (
+    create_overhead,
+    create_to_start,
+    fleet,
+    images,
+    job_read,
+    long_poll,
+    videos,
+)
 from benchmarks.harness import REPO, Options
 from benchmarks.measures import raise_fd_limit
 from benchmarks.report import Section, document, machine
@@ -25,6 +33,7 @@ BENCHMARKS: dict[str, Callable[[Options], Section]] = {
     "create_overhead": create_overhead.run,
     "images": images.run,
     "videos": videos.run,
+    "fleet": fleet.run,
 }
 DOC = REPO / "docs" / "benchmarks.md"
 
