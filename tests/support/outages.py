@@ -6,7 +6,6 @@ from __future__ import annotations
 import socket
 import subprocess
 import threading
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
@@ -151,11 +150,6 @@ class RedisServer:
         if self.process is not None and self.process.poll() is None:
             self.process.kill()
             self.process.wait(10)
-
-    def restart(self, down_seconds: float = 0.0) -> None:
-        self.kill()
-        time.sleep(down_seconds)
-        self.start()
 
     def _answers(self) -> bool:
         try:
