@@ -12,11 +12,10 @@ from pathlib import Path
 
 import httpx
 import pytest
-from prometheus_client.parser import text_string_to_metric_families
 
 from core.models import Job
 from tests.conftest import COMMON_ENV
-from tests.support.fleet import Fleet, config_file, running_fleet
+from tests.support.fleet import Fleet, config_file, metric_samples, running_fleet, sample_value
 from tests.support.s3 import s3_server
 from tests.support.service import free_port, wait_until
 from tests.test_jobs import create, wait_done
@@ -43,22 +42,6 @@ def fleet(
             fleet.add_worker("image", "--metrics-port", str(free_port()))
             fleet.wait_ready()
             yield fleet
-
-
-def metric_samples(text: str) -> list[tuple[str, dict[str, str], float]]:
-    return [
-        (sample.name, sample.labels, sample.value)
-        for family in text_string_to_metric_families(text)
-        for sample in family.samples
-    ]
-
-
-def sample_value(text: str, name: str, **labels: str) -> float:
-    return sum(
-        value
-        for sample, sample_labels, value in metric_samples(text)
-        if sample == name and all(sample_labels.get(k) == v for k, v in labels.items())
-    )
 
 
 def test_a_long_poll_on_one_gateway_wakes_when_a_job_made_on_another_completes(

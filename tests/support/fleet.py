@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+from prometheus_client.parser import text_string_to_metric_families
 
 from core.accounts import service as accounts
 from core.config import merge_tables
@@ -135,3 +136,19 @@ def running_fleet(
     finally:
         fleet.stop()
         services.db.dispose()
+
+
+def metric_samples(text: str) -> list[tuple[str, dict[str, str], float]]:
+    return [
+        (sample.name, sample.labels, sample.value)
+        for family in text_string_to_metric_families(text)
+        for sample in family.samples
+    ]
+
+
+def sample_value(text: str, name: str, **labels: str) -> float:
+    return sum(
+        value
+        for sample, sample_labels, value in metric_samples(text)
+        if sample == name and all(sample_labels.get(k) == v for k, v in labels.items())
+    )
