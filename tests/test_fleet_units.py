@@ -88,11 +88,11 @@ def test_queue_pools_are_configured_per_queue_and_validated(tmp_path: Path) -> N
 def test_an_embedded_gateway_shows_its_workers_metrics(service: Service, key: str) -> None:
     with service.client(key) as client:
         wait_done(client, create(client, "[sleep 0] measured in-process")["id"])
-        client.request("BREW", "/jobs")
+        client.request("PROPFIND", "/jobs")
     text = httpx.get(f"{service.url}/metrics").text
     # A method nobody routes is counted, under a label that cannot grow without bound.
     assert sample_value(text, "sfumato_http_requests_total", method="other") >= 1
-    assert 'method="BREW"' not in text
+    assert 'method="PROPFIND"' not in text
     assert (
         sample_value(
             text, "sfumato_job_duration_seconds_count", pipeline="generate", outcome="completed"
