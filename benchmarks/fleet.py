@@ -48,7 +48,7 @@ GOAL_WAKE_P99_SECONDS = 0.020
 CREATE_CONNECTIONS = 16
 TRIVIAL_PIPELINES = "generate=benchmarks.fleet:TrivialGenerate"
 METHOD = f"""
-Distributed mode on this machine: PostgreSQL (a temporary database), Redis (database 10) and
+Distributed mode on this machine: PostgreSQL (a temporary database), Redis (`{REDIS_URL}`) and
 `sfumato serve --no-workers` gateways and `sfumato worker --queue image --concurrency 1`
 processes, each its own process.
 
