@@ -11,11 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from core.models import Job
 from tests.conftest import COMMON_ENV
 from tests.support.fleet import Fleet, config_file, running_fleet
 from tests.support.service import wait_until
-from tests.test_faults import ledger_kinds
+from tests.test_faults import job_row, ledger_kinds
 from tests.test_jobs import create, status_of, wait_done
 
 pytestmark = [pytest.mark.slow, pytest.mark.distributed]
@@ -29,13 +28,6 @@ def fleet(
     env = {**COMMON_ENV, "SFUMATO_DATABASE_URL": postgres_database, "SFUMATO_BROKER_URL": redis_url}
     with running_fleet(env, folder, gateways=1) as fleet:
         yield fleet
-
-
-def job_row(fleet: Fleet, job_id: str) -> Job:
-    with fleet.services.db.read() as session:
-        job = session.get(Job, job_id)
-        assert job is not None
-        return job
 
 
 def test_sigterm_lets_the_running_job_finish_within_the_grace_period(fleet: Fleet) -> None:
@@ -52,7 +44,7 @@ def test_sigterm_lets_the_running_job_finish_within_the_grace_period(fleet: Flee
         assert wait_done(client, job["id"])["status"] == "completed"
     # It waited for the job (about 2 s), not for the 25 s grace period.
     assert stopped_after < 15, stopped_after
-    assert job_row(fleet, job["id"]).attempts == 1
+    assert job_row(fleet.services, job["id"]).attempts == 1
     assert fleet.balance(key) == 100 - 1
     assert ledger_kinds(fleet.services, key) == ["grant", "reserve", "settle"]
 
@@ -67,12 +59,12 @@ def test_sigterm_hands_back_a_job_that_outlasts_the_grace_period(fleet: Fleet) -
         wait_until(lambda: status_of(client, job["id"]) == "processing", 20, "processing")
         worker.kill(signal.SIGTERM)
         assert worker.popen is not None and worker.popen.returncode == 0
-        row = job_row(fleet, job["id"])
+        row = job_row(fleet.services, job["id"])
         assert (row.status, row.attempts, row.claim_token) == ("pending", 0, None)
         assert row.dispatched_at is not None, "republished for another worker"
         assert "handed back for another worker" in worker.log.read_text()
         fleet.add_worker("image").wait_for_log(" ready.")
         assert wait_done(client, job["id"])["status"] == "completed"
-    assert job_row(fleet, job["id"]).attempts == 1
+    assert job_row(fleet.services, job["id"]).attempts == 1
     assert fleet.balance(key) == 100 - 1
     assert ledger_kinds(fleet.services, key) == ["grant", "reserve", "settle"]
