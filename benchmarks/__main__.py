@@ -16,6 +16,7 @@ from types import FrameType
 from benchmarks import (
     create_overhead,
     create_to_start,
+    fleet,
     images,
     job_read,
     long_poll,
@@ -34,6 +35,7 @@ BENCHMARKS: dict[str, Callable[[Options], Section]] = {
     "images": images.run,
     "videos": videos.run,
     "styles": styles.run,
+    "fleet": fleet.run,
 }
 DOC = REPO / "docs" / "benchmarks.md"
 

@@ -156,7 +156,7 @@ class Deployment:
         return {row.id: JobTimes(row.created_at, row.started_at, row.finished_at) for row in rows}
 
 
-def _services(env: dict[str, str]) -> Services:
+def service_view(env: dict[str, str]) -> Services:
     """The service's own view of the deployment, from the same variables as its processes."""
     settings = Settings.model_validate(
         {name.removeprefix("SFUMATO_").lower(): value for name, value in env.items()}
@@ -168,7 +168,7 @@ def _services(env: dict[str, str]) -> Services:
 
 
 @contextmanager
-def _temporary_postgres_database() -> Iterator[str]:
+def temporary_postgres_database() -> Iterator[str]:
     name = f"sfumato_bench_{uuid.uuid4().hex[:10]}"
     with psycopg.connect(POSTGRES_URL, autocommit=True) as connection:
         connection.execute(f'CREATE DATABASE "{name}"')
@@ -200,12 +200,12 @@ def deployment(
         if mode == "distributed":
             redis.Redis.from_url(REDIS_URL).flushdb()
             env |= {
-                "SFUMATO_DATABASE_URL": stack.enter_context(_temporary_postgres_database()),
+                "SFUMATO_DATABASE_URL": stack.enter_context(temporary_postgres_database()),
                 "SFUMATO_BROKER_URL": REDIS_URL,
                 "SFUMATO_NAMESPACE": f"bench-{uuid.uuid4().hex[:8]}",
             }
             serve.append("--no-workers")
-        services = _services(env)
+        services = service_view(env)
         stack.callback(services.db.dispose)
         gateway = stack.enter_context(running(Child(serve, env, data_dir / "serve.log")))
         if mode == "distributed":

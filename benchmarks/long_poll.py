@@ -58,7 +58,7 @@ def run(options: Options) -> Section:
     for mode in MODES:
         env = {"SFUMATO_WAIT_SECONDS": "120"}
         with deployment(mode, options.work_dir / f"long_poll-{mode}", env) as service:
-            latencies = sorted(asyncio.run(_completion_to_answer(service, jobs)))
+            latencies = sorted(asyncio.run(completion_to_answer(service, jobs)))
         p99 = percentile(latencies, 0.99)
         latency_table.add(
             mode, len(latencies), ms(percentile(latencies, 0.50)), ms(p99), ms(latencies[-1])
@@ -74,10 +74,14 @@ def run(options: Options) -> Section:
     return section
 
 
-async def _completion_to_answer(service: Deployment, jobs: int) -> list[float]:
-    """Seconds from each job's finished_at to its held read's answer."""
+async def completion_to_answer(
+    service: Deployment, jobs: int, reader_port: int | None = None
+) -> list[float]:
+    """Seconds from each job's finished_at to its held read's answer; the reads go to
+    `reader_port` when given (another gateway of the deployment), else to the creating one."""
     key = service.new_key()
     creator = ApiClient(service.port)
+    reader_port = reader_port or service.port
     readers: list[HttpConnection] = []
     reads: list[HeldRead] = []
     try:
@@ -85,10 +89,10 @@ async def _completion_to_answer(service: Deployment, jobs: int) -> list[float]:
         await creator.wait_terminal(key, await creator.create_image(key, "[sleep 0] x"))
         for _ in range(jobs):
             job_id = await creator.create_image(key, f"[sleep {JOB_SECONDS}] long poll")
-            reader = await HttpConnection.open(service.port)
+            reader = await HttpConnection.open(reader_port)
             readers.append(reader)
             request = request_bytes(
-                "GET", f"/v1/jobs/{job_id}?wait=true", service.port, {"x-api-key": key}
+                "GET", f"/v1/jobs/{job_id}?wait=true", reader_port, {"x-api-key": key}
             )
             reads.append(HeldRead(job_id, time.time(), reader.send(request)))
         await asyncio.gather(*(read.answer for read in reads))

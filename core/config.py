@@ -1,4 +1,4 @@
-"""The service's configuration file: prices, plans and rate limits.
+"""The service's configuration file: prices, plans, rate limits and the worker pools.
 
 Defaults ship in `core/defaults.toml`; `SFUMATO_CONFIG_FILE` names a TOML file whose values
 replace them key by key. Validated once at start-up, so a typo fails loudly there.
@@ -70,17 +70,46 @@ class RateLimits(_Strict):
         return value
 
 
+class QueueConfig(_Strict):
+    """One worker pool (`sfumato worker --queue Q`): each queue is sized and scaled on its own."""
+
+    # Jobs one worker process runs at once (threads); `--concurrency` overrides it.
+    concurrency: int = Field(ge=1)
+    # Messages a worker reserves beyond the ones it runs (Celery's prefetch multiplier).
+    prefetch: int = Field(ge=1)
+    # How long a worker may hold a first job open for others to batch with it (0: no batching).
+    batch_window_ms: int = Field(ge=0)
+    # Models the pool loads at start and keeps (ids of the model registry); empty: none.
+    models: tuple[str, ...] = ()
+    # The broker redelivers a message unacknowledged this long; above the longest job.
+    visibility_timeout_seconds: int = Field(ge=60)
+    # After SIGTERM a running job has this long to finish; then it is handed back (pending
+    # again, republished, no attempt spent). Below Kubernetes' terminationGracePeriodSeconds.
+    shutdown_grace_seconds: float = Field(ge=0)
+
+
+class Queues(_Strict):
+    image: QueueConfig
+    video: QueueConfig
+    style: QueueConfig
+
+    def of(self, queue: str) -> QueueConfig:
+        config: QueueConfig = getattr(self, queue)
+        return config
+
+
 class ServiceConfig(_Strict):
     prices: Prices
     plans: dict[str, PlanConfig]
     rate_limits: RateLimits
+    queues: Queues
 
 
-def _merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
+def merge_tables(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
     merged = dict(base)
     for key, value in override.items():
         if isinstance(value, dict) and isinstance(merged.get(key), dict):
-            merged[key] = _merge(merged[key], value)
+            merged[key] = merge_tables(merged[key], value)
         else:
             merged[key] = value
     return merged
@@ -90,5 +119,5 @@ def _merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
 def load_config(path: Path | None = None) -> ServiceConfig:
     data = tomllib.loads(DEFAULTS.read_text())
     if path is not None:
-        data = _merge(data, tomllib.loads(path.read_text()))
+        data = merge_tables(data, tomllib.loads(path.read_text()))
     return ServiceConfig.model_validate(data)

@@ -10,11 +10,20 @@ from typing import Any
 from alembic import command
 from alembic.config import Config
 from sqlalchemy import Connection, Engine, create_engine, event, text
+from sqlalchemy import exc as sqlalchemy_errors
 from sqlalchemy.orm import Session, sessionmaker
 
 MIGRATIONS_DIR = Path(__file__).parent / "migrations"
 # Any fixed 64-bit number: the PostgreSQL advisory lock that serialises concurrent migrations.
 MIGRATION_LOCK_ID = 0x5F0A7011
+# The database cannot be reached or dropped the connection (its transaction rolled back), or the
+# pool has no connection to give. Worth retrying: a dropped connection invalidates the pool, so
+# the next attempt connects afresh.
+DATABASE_UNAVAILABLE = (
+    sqlalchemy_errors.OperationalError,
+    sqlalchemy_errors.InterfaceError,
+    sqlalchemy_errors.TimeoutError,
+)
 
 
 def _prepare_sqlite(engine: Engine) -> None:

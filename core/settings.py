@@ -27,9 +27,6 @@ class Settings(BaseSettings):
     secret_key: str | None = None
 
     wait_seconds: float = Field(default=55.0, gt=0)
-    image_concurrency: int = Field(default=2, ge=1)
-    video_concurrency: int = Field(default=1, ge=1)
-    style_concurrency: int = Field(default=1, ge=1)
 
     # A claimed job whose worker stops renewing its lease for this long is handed out again.
     lease_seconds: float = Field(default=30.0, gt=0)
@@ -41,8 +38,6 @@ class Settings(BaseSettings):
     # A pending job published this long ago and still unclaimed is published again (the broker
     # may have lost it); a duplicate delivery is harmless because claims are compare-and-set.
     republish_after_seconds: float = Field(default=300.0, gt=0)
-    # Celery's redelivery window for unacknowledged messages; above the longest job.
-    visibility_timeout_seconds: int = Field(default=7200, ge=60)
     broker_polling_interval: float = Field(default=0.005, gt=0)
 
     # Prices, plans and rate limits (TOML) replacing core/defaults.toml key by key.

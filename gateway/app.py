@@ -10,15 +10,18 @@ from collections.abc import AsyncIterator
 import anyio
 from fastapi import FastAPI
 
+from core.health import ReadinessChecks
 from core.jobs import service as jobs_service
 from core.services import Services
 from core.uploads import service as uploads_service
-from gateway import files
+from gateway import files, health
 from gateway.account.router import router as account_router
 from gateway.errors import install_error_handlers
 from gateway.images.router import router as images_router
 from gateway.jobs.router import router as jobs_router
 from gateway.limits import RateLimiter, RateLimitMiddleware
+from gateway.metrics import GatewayMetrics, MetricsMiddleware
+from gateway.metrics import router as metrics_router
 from gateway.middleware import AuthMiddleware, BodyLimitMiddleware
 from gateway.openapi import install_openapi
 from gateway.runtime import Gateway
@@ -29,6 +32,7 @@ from pipelines.registry import PipelineRegistry
 from workers.celery_app import make_celery
 from workers.dispatch import Dispatcher
 from workers.embedded import EmbeddedWorkers
+from workers.queues import QUEUES
 from workers.runner import JobRunner
 
 log = logging.getLogger(__name__)
@@ -40,19 +44,15 @@ def build_gateway(services: Services, run_workers: bool) -> Gateway:
     workers = None
     if run_workers:
         runner = JobRunner(services, PipelineRegistry(settings.pipeline_overrides()), dispatcher)
+        queues = services.config.queues
         workers = EmbeddedWorkers(
-            services,
-            runner,
-            {
-                "image": settings.image_concurrency,
-                "video": settings.video_concurrency,
-                "style": settings.style_concurrency,
-            },
+            services, runner, {queue: queues.of(queue).concurrency for queue in QUEUES}
         )
     return Gateway(
         services=services,
         dispatcher=dispatcher,
         limiter=RateLimiter.from_settings(settings, services.config.rate_limits),
+        metrics=GatewayMetrics(services.events),
         embedded_workers=workers,
     )
 
@@ -117,9 +117,13 @@ def create_app(gateway: Gateway) -> FastAPI:
     ):
         app.include_router(router, prefix="/v1")
     app.include_router(files.router)
+    app.include_router(health.router)
+    app.include_router(metrics_router)
+    app.state.readiness = ReadinessChecks(gateway.services)
     install_error_handlers(app)
     install_openapi(app)
     app.add_middleware(RateLimitMiddleware, limiter=gateway.limiter)
     app.add_middleware(AuthMiddleware, gateway=gateway)
     app.add_middleware(BodyLimitMiddleware, max_bytes=gateway.services.settings.max_body_bytes)
+    app.add_middleware(MetricsMiddleware, metrics=gateway.metrics)
     return app

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import socket
+import threading
 from typing import Annotated
 
 import typer
@@ -87,14 +88,25 @@ def serve(
 @app.command()
 def worker(
     queue: Annotated[str, typer.Option(help="image, video or style")],
-    concurrency: Annotated[int | None, typer.Option(min=1)] = None,
+    concurrency: Annotated[
+        int | None, typer.Option(min=1, help="Jobs at once (default: the queue's configuration)")
+    ] = None,
+    metrics_port: Annotated[
+        int, typer.Option(help="Port of /metrics, /healthz and /readyz (0: none)")
+    ] = 0,
     log_level: str = "info",
 ) -> None:
-    """A Celery worker for one queue (distributed mode); SIGTERM finishes the running jobs."""
+    """A Celery worker for one queue (distributed mode); SIGTERM finishes the running jobs
+    within the queue's grace period, then hands back what still runs."""
+    from celery.signals import worker_ready, worker_shutting_down
+
+    from core.health import ReadinessChecks
     from pipelines.registry import PipelineRegistry
+    from workers import metrics
     from workers.celery_app import make_celery
     from workers.dispatch import Dispatcher
     from workers.runner import JobRunner
+    from workers.shutdown import GracefulShutdown
 
     if queue not in QUEUES:
         _fail(f"unknown queue {queue!r} (one of {', '.join(QUEUES)})")
@@ -103,18 +115,29 @@ def worker(
     settings = services.settings
     if settings.embedded_broker:
         _fail("a separate worker needs a shared broker (SFUMATO_BROKER_URL=redis://...)")
-    threads = concurrency or getattr(settings, f"{queue}_concurrency")
-    runner = JobRunner(
-        services,
-        PipelineRegistry(settings.pipeline_overrides()),
-        Dispatcher(services, make_celery(settings)),
-    )
+    pool = services.config.queues.of(queue)
+    dispatcher = Dispatcher(services, make_celery(settings))
+    runner = JobRunner(services, PipelineRegistry(settings.pipeline_overrides()), dispatcher)
     runner.warm_up([queue])
-    celery = make_celery(settings, runner=runner)
+    GracefulShutdown(services, dispatcher, runner.in_flight, pool.shutdown_grace_seconds).install()
+    consuming = threading.Event()
+    worker_ready.connect(lambda **_: consuming.set(), weak=False)
+    worker_shutting_down.connect(lambda **_: consuming.clear(), weak=False)
+    if metrics_port:
+        metrics.install_collectors(settings.broker_url, settings.namespace)
+
+        def consumer_up() -> None:
+            if not consuming.is_set():
+                raise RuntimeError("not consuming (starting or shutting down)")
+
+        probes = metrics.ProbeServer(metrics_port, ReadinessChecks(services), consumer_up)
+        probes.start()
+        logging.getLogger(__name__).info("probes and metrics on port %d", probes.port)
+    celery = make_celery(settings, runner, pool)
     celery.set_default()
     celery.Worker(
         queues=[broker_queue(settings.namespace, queue)],
-        concurrency=threads,
+        concurrency=concurrency or pool.concurrency,
         pool_cls="workers.pool:AppThreadPool",
         hostname=f"{queue}@{socket.gethostname()}",
         without_mingle=True,

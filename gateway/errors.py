@@ -11,6 +11,8 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from core.db import DATABASE_UNAVAILABLE
+
 log = logging.getLogger(__name__)
 
 STATUS_CODES = {
@@ -54,6 +56,18 @@ def not_found(what: str = "Resource") -> ApiError:
 
 def unauthorized() -> ApiError:
     return ApiError(401, "UNAUTHORIZED", "Invalid API key")
+
+
+DATABASE_RETRY_AFTER_SECONDS = 2
+
+
+def database_unavailable() -> ApiError:
+    return ApiError(
+        503,
+        "SERVICE_UNAVAILABLE",
+        "The database is unavailable; nothing was changed, retry shortly",
+        headers={"Retry-After": str(DATABASE_RETRY_AFTER_SECONDS)},
+    )
 
 
 def validation_error(details: Mapping[str, str], message: str = "Invalid request") -> ApiError:
@@ -149,6 +163,13 @@ def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(ApiError)
     async def _api_error(_request: Request, error: ApiError) -> JSONResponse:
         return error_response(error)
+
+    async def _database_down(_request: Request, error: Exception) -> JSONResponse:
+        log.warning("database unavailable: %s", str(error).partition("\n")[0])
+        return error_response(database_unavailable())
+
+    for error_class in DATABASE_UNAVAILABLE:
+        app.add_exception_handler(error_class, _database_down)
 
     @app.exception_handler(RequestValidationError)
     async def _invalid(_request: Request, error: RequestValidationError) -> JSONResponse:

@@ -3,6 +3,7 @@ gateway replica shares one count), in fixed windows aligned to an injectable clo
 
 from __future__ import annotations
 
+import logging
 import math
 import re
 import time
@@ -11,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any, cast
 
 import anyio
+import redis
 from limits import RateLimitItem, parse
 from limits.storage import Storage, storage_from_string
 from starlette.datastructures import MutableHeaders
@@ -20,6 +22,7 @@ from core.config import RateLimits
 from core.settings import Settings
 from gateway.errors import ApiError, error_response
 
+log = logging.getLogger(__name__)
 # (method, path pattern) -> bucket; anything else under /v1 is the default bucket.
 BUCKETS = (
     ("POST", re.compile(r"^/v1/images/(generate|edit|resize|upscale)$"), "image"),
@@ -102,10 +105,19 @@ class RateLimitMiddleware:
             await self.app(scope, receive, send)
             return
         bucket = bucket_of(scope["method"], scope["path"])
-        if self.limiter.blocking:
-            decision = await anyio.to_thread.run_sync(self.limiter.hit, bucket, caller.api_key_id)
-        else:
-            decision = self.limiter.hit(bucket, caller.api_key_id)
+        try:
+            if self.limiter.blocking:
+                decision = await anyio.to_thread.run_sync(
+                    self.limiter.hit, bucket, caller.api_key_id
+                )
+            else:
+                decision = self.limiter.hit(bucket, caller.api_key_id)
+        except redis.RedisError as error:
+            # Open while the shared counter is out of reach (a Redis restart): refusing every
+            # request would turn a broker blip into an outage; jobs are safe in the database.
+            log.warning("rate limit not counted, Redis unavailable: %s", error)
+            await self.app(scope, receive, send)
+            return
         if not decision.allowed:
             refusal = ApiError(
                 429,

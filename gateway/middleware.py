@@ -9,7 +9,13 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from core.accounts import service as accounts
 from core.clock import utcnow
-from gateway.errors import ApiError, error_response, unauthorized
+from core.db import DATABASE_UNAVAILABLE
+from gateway.errors import (
+    ApiError,
+    database_unavailable,
+    error_response,
+    unauthorized,
+)
 from gateway.reads import run_read
 from gateway.runtime import Gateway
 
@@ -101,7 +107,14 @@ class AuthMiddleware:
         key = presented_key(dict(scope["headers"]))
         db = self.gateway.services.db
         now = utcnow()
-        identified = await run_read(db, lambda: accounts.identify(db, key, now)) if key else None
+        try:
+            identified = (
+                await run_read(db, lambda: accounts.identify(db, key, now)) if key else None
+            )
+        except DATABASE_UNAVAILABLE:
+            # Outside the app's exception handlers (this runs before routing).
+            await _send_error(send, database_unavailable())
+            return
         if identified is None:
             await _send_error(send, unauthorized())
             return

@@ -8,6 +8,7 @@ from fastapi import Request
 
 from core.services import Services
 from gateway.limits import RateLimiter
+from gateway.metrics import GatewayMetrics
 from workers.dispatch import Dispatcher
 from workers.embedded import EmbeddedWorkers
 
@@ -17,6 +18,7 @@ class Gateway:
     services: Services
     dispatcher: Dispatcher
     limiter: RateLimiter
+    metrics: GatewayMetrics
     embedded_workers: EmbeddedWorkers | None = None
 
 

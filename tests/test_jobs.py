@@ -160,7 +160,7 @@ def test_list_filters_by_status(service: Service) -> None:
 def test_cancel_pending_job_refunds_in_full_and_it_never_runs(service: Service) -> None:
     blocker_key = service.new_key()
     key = service.new_key()
-    slots = service.services.settings.image_concurrency
+    slots = service.services.config.queues.image.concurrency
     with service.client(blocker_key) as blocker, service.client(key) as client:
         blockers = [create(blocker, "[sleep 3] blocker")["id"] for _ in range(slots)]
         wait_until(

@@ -6,19 +6,22 @@ from typing import Any
 
 from celery import Celery
 
+from core.config import QueueConfig
 from core.settings import Settings
 from workers.queues import RUN_JOB_TASK
 
 
-def make_celery(settings: Settings, runner: Any = None) -> Celery:
-    """A Celery app; with a `runner` it also executes jobs (a worker), without one it only
-    publishes (a gateway). Embedded mode builds one app per worker: `setup_queues()` mutates
-    an app's queue table, so workers sharing one app would all consume the same queue."""
+def make_celery(settings: Settings, runner: Any = None, pool: QueueConfig | None = None) -> Celery:
+    """A Celery app; with a `runner` it also executes jobs (a worker of the queue configured by
+    `pool`), without one it only publishes (a gateway). Embedded mode builds one app per worker:
+    `setup_queues()` mutates an app's queue table, so workers sharing one app would all consume
+    the same queue."""
+    pool = pool or settings.service_config().queues.image
     app = Celery("sfumato", broker=settings.broker_url, set_as_current=False)
     app.conf.update(
         task_acks_late=True,
         task_reject_on_worker_lost=True,
-        worker_prefetch_multiplier=1,
+        worker_prefetch_multiplier=pool.prefetch,
         task_ignore_result=True,
         task_default_queue=f"{settings.namespace}.image",
         task_create_missing_queues=True,
@@ -26,7 +29,7 @@ def make_celery(settings: Settings, runner: Any = None) -> Celery:
         accept_content=["json"],
         broker_connection_retry_on_startup=True,
         broker_transport_options={
-            "visibility_timeout": settings.visibility_timeout_seconds,
+            "visibility_timeout": pool.visibility_timeout_seconds,
             # The default 1 s poll of the in-memory transport is 1 s of start latency per job.
             "polling_interval": settings.broker_polling_interval,
         },

@@ -46,7 +46,9 @@ class EmbeddedWorkers:
     def start(self) -> None:
         self.runner.warm_up(list(self.concurrency))
         for queue, threads in self.concurrency.items():
-            app = make_celery(self.services.settings, runner=self.runner)
+            app = make_celery(
+                self.services.settings, self.runner, self.services.config.queues.of(queue)
+            )
             controller = _ReadyWorkController(
                 app=app,
                 queues=[broker_queue(self.services.settings.namespace, queue)],

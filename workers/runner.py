@@ -18,6 +18,7 @@ from urllib.parse import urlsplit
 
 from PIL import Image
 
+from core.db import DATABASE_UNAVAILABLE
 from core.fetch import FetchPolicy, fetch
 from core.ids import new_id
 from core.images import decode_first_frame
@@ -49,11 +50,15 @@ from pipelines.styles import (
     image_shape,
     rank_by_similarity,
 )
+from workers import metrics
 from workers.dispatch import Dispatcher
 from workers.queues import QUEUE_OF_OPERATION
+from workers.shutdown import InFlight
 
 log = logging.getLogger(__name__)
 STORE_ATTEMPTS = 4
+# About ten seconds of a database out of reach before a claim gives up.
+CLAIM_ATTEMPTS = 8
 # The brand images an extraction seeds a style's folder with (logo, hero, social image).
 MAX_BRAND_IMAGES = 3
 MAX_BRAND_BYTES = 12 * 1024 * 1024
@@ -141,6 +146,8 @@ class JobRunner:
         self.pipelines = pipelines
         # Publishes the next video of an account's line when one of its videos ends.
         self.dispatcher = dispatcher
+        # What runs now, for the graceful shutdown to hand back.
+        self.in_flight = InFlight()
         self._operations: dict[str, Callable[[Job, LeaseKeeper], Outcome]] = {
             "generate": self._generate,
             "edit": self._edit,
@@ -160,9 +167,31 @@ class JobRunner:
                 self.pipelines.get(operation)
 
     def run(self, job_id: str) -> None:
-        claim = jobs_service.claim(self.services.db, job_id, self.services.settings.lease_seconds)
+        claim = self._claim(job_id)
         if claim is None:
             return
+        with self.in_flight.track(claim):
+            self._run_claimed(claim)
+
+    def _claim(self, job_id: str) -> jobs_service.Claim | None:
+        """The claim, tried again while the database is briefly out of reach (a dropped
+        connection, a failover): giving up acknowledges the message, and the sweep would only
+        republish the job minutes later."""
+        delay = 0.2
+        for attempt in range(1, CLAIM_ATTEMPTS + 1):
+            try:
+                return jobs_service.claim(
+                    self.services.db, job_id, self.services.settings.lease_seconds
+                )
+            except DATABASE_UNAVAILABLE as error:
+                if attempt == CLAIM_ATTEMPTS:
+                    raise
+                log.warning("claiming job %s failed (%s); retrying", job_id, type(error).__name__)
+                time.sleep(delay)
+                delay = min(delay * 2, 2.0)
+        return None
+
+    def _run_claimed(self, claim: jobs_service.Claim) -> None:
         job = claim.job
         self.services.events.publish(job.id)
         started = time.perf_counter()
@@ -182,13 +211,16 @@ class JobRunner:
                 time.perf_counter() - started,
                 resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024,
             )
+            metrics.job_ended(job.operation, "completed", time.perf_counter() - started)
         except (Cancelled, ClaimLost):
             log.info("job %s was cancelled or taken over; its output is discarded", job.id)
             self._discard(stored)
+            metrics.job_ended(job.operation, "abandoned", time.perf_counter() - started)
         except Exception as error:
             log.exception("job %s failed", job.id)
             self._discard(stored)
             jobs_service.fail(self.services.db, claim, _failure_message(error))
+            metrics.job_ended(job.operation, "failed", time.perf_counter() - started)
         finally:
             self.services.events.publish(job.id)
             self.dispatcher.job_ended(job)

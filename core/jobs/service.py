@@ -330,6 +330,25 @@ def fail(db: Database, claim: Claim, message: str) -> bool:
         return True
 
 
+def hand_back(db: Database, claim: Claim) -> bool:
+    """processing -> pending from a worker that is shutting down before the job could finish:
+    the claim is given up and the attempt it spent given back (the job did not fail, its worker
+    went away on purpose). False when the job was no longer this worker's."""
+    with db.write() as session:
+        return repository.transition(
+            session,
+            claim.job.id,
+            "processing",
+            claim.token,
+            status="pending",
+            claim_token=None,
+            lease_expires_at=None,
+            dispatched_at=None,
+            progress=0.0,
+            attempts=Job.attempts - 1,
+        )
+
+
 def recover_lapsed(db: Database, job: Job, max_attempts: int) -> bool:
     """A job whose worker vanished: back to pending, or failed and refunded when it has had
     its attempts. True when it went back to pending and must be published."""

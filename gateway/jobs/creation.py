@@ -87,6 +87,7 @@ def create_job(
     except (InsufficientCredits, jobs_service.CreateRefused) as error:
         raise _refusal(error) from None
     if not replayed:
+        gateway.metrics.job_created(job.type)
         gateway.dispatcher.publish_new(job)
     return job, replayed
 

@@ -22,6 +22,13 @@ AWS_ENV = {
 @contextmanager
 def s3_server() -> Iterator[str]:
     """Start the server, create the bucket, yield `SFUMATO_STORAGE_URL` for it."""
+    with moto_server() as (storage_url, _server):
+        yield storage_url
+
+
+@contextmanager
+def moto_server() -> Iterator[tuple[str, ThreadedMotoServer]]:
+    """`s3_server`, with the server itself, for tests that stop it."""
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
     server.start()
     host, port = server.get_host_and_port()
@@ -33,6 +40,6 @@ def s3_server() -> Iterator[str]:
             Bucket=BUCKET
         )
         try:
-            yield f"s3://{BUCKET}?endpoint={endpoint}"
+            yield f"s3://{BUCKET}?endpoint={endpoint}", server
         finally:
             server.stop()

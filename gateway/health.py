@@ -1,0 +1,37 @@
+"""Probes at the root, outside `/v1` and without an API key (Kubernetes calls them).
+
+`GET /healthz` (liveness): the process serves requests; it checks nothing else, so a database
+outage never makes Kubernetes restart healthy gateways. `GET /readyz` (readiness): the database
+answers a query and the broker a PING, within a deadline; otherwise 503 with the error envelope,
+each check's error in `details`, and the pod leaves the Service until it recovers.
+"""
+
+from __future__ import annotations
+
+import anyio
+from fastapi import APIRouter, Request
+from fastapi.responses import JSONResponse
+
+from core.health import CHECK_TIMEOUT_SECONDS, Readiness, ReadinessChecks
+from gateway.errors import ApiError, error_response
+
+router = APIRouter(include_in_schema=False)
+
+
+@router.get("/healthz")
+async def healthz() -> JSONResponse:
+    return JSONResponse({"status": "ok"})
+
+
+@router.get("/readyz")
+async def readyz(request: Request) -> JSONResponse:
+    checks: ReadinessChecks = request.app.state.readiness
+    readiness = Readiness(False, {"all": "timed out"})
+    # A check stuck on a silent network ends here; its thread finishes on its own.
+    with anyio.move_on_after(CHECK_TIMEOUT_SECONDS * 2):
+        readiness = await anyio.to_thread.run_sync(checks.run, abandon_on_cancel=True)
+    if readiness.ready:
+        return JSONResponse({"status": "ready", "checks": readiness.checks})
+    return error_response(
+        ApiError(503, "SERVICE_UNAVAILABLE", "Not ready", readiness.checks, {"Retry-After": "5"})
+    )

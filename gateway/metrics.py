@@ -1,0 +1,129 @@
+"""The gateway's Prometheus metrics and `GET /metrics` (outside `/v1`, no API key).
+
+Requests are counted by method, route template (`/v1/jobs/{job_id}`, never the raw path, so
+the label set stays small) and status, and timed by method and route. The labelled children
+are cached per (method, route, status), so a request costs two clock reads, one dict lookup, an
+increment and an observation. Long-polls held are read when scraped. Each app has its own
+registry (tests run several gateways in one process); `/metrics` also shows the process-wide
+registry, where the embedded workers' metrics (workers/metrics.py) and the process's own live.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from fastapi import APIRouter, Request, Response
+from prometheus_client import (
+    CONTENT_TYPE_LATEST,
+    REGISTRY,
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    Histogram,
+    generate_latest,
+)
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from core.events import JobEvents
+
+UNROUTED = "unrouted"
+# Any other method a client invents is counted as "other", so labels stay few.
+METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
+LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60)
+
+
+class GatewayMetrics:
+    def __init__(self, events: JobEvents) -> None:
+        self.registry = CollectorRegistry(auto_describe=True)
+        self.requests = Counter(
+            "sfumato_http_requests",
+            "HTTP requests by method, route template and status",
+            ["method", "route", "status"],
+            registry=self.registry,
+        )
+        self.latency = Histogram(
+            "sfumato_http_request_duration_seconds",
+            "Seconds from a request's arrival to its last byte (long-polls included)",
+            ["method", "route"],
+            buckets=LATENCY_BUCKETS,
+            registry=self.registry,
+        )
+        self.jobs_created = Counter(
+            "sfumato_jobs_created",
+            "Jobs created through this gateway, by type (idempotent replays not counted)",
+            ["type"],
+            registry=self.registry,
+        )
+        self.long_polls = Gauge(
+            "sfumato_long_polls_held",
+            "`wait=true` reads held open now, waiting for their job to change",
+            registry=self.registry,
+        )
+        self.long_polls.set_function(lambda: events.held)
+        self._children: dict[tuple[str, str, int], tuple[Any, Any]] = {}
+
+    def job_created(self, job_type: str) -> None:
+        self.jobs_created.labels(job_type).inc()
+
+    def observe(self, method: str, route: str, status: int, seconds: float) -> None:
+        children = self._children.get((method, route, status))
+        if children is None:
+            children = (
+                self.requests.labels(method, route, str(status)),
+                self.latency.labels(method, route),
+            )
+            self._children[(method, route, status)] = children
+        children[0].inc()
+        children[1].observe(seconds)
+
+    def exposition(self) -> bytes:
+        return generate_latest(self.registry) + generate_latest(REGISTRY)
+
+
+class MetricsMiddleware:
+    """Outermost: counts every answer, including those of the auth and rate-limit middleware."""
+
+    def __init__(self, app: ASGIApp, metrics: GatewayMetrics) -> None:
+        self.app = app
+        self.metrics = metrics
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = time.perf_counter()
+        status = 500
+
+        async def send_recording(message: Message) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = message["status"]
+            await send(message)
+
+        try:
+            await self.app(scope, receive, send_recording)
+        finally:
+            method = scope["method"] if scope["method"] in METHODS else "other"
+            self.metrics.observe(method, _route_of(scope), status, time.perf_counter() - started)
+
+
+def _route_of(scope: Scope) -> str:
+    """The template of the route that served the request, as routing left it in the scope (the
+    full path of a route of an included router is FastAPI's effective route). An answer given
+    before routing (a 401, a 413, a 429 of the middleware) has none: `unrouted`."""
+    effective = scope.get("fastapi", {}).get("effective_route_context")
+    template = getattr(effective, "path_format", None)
+    if template is None:
+        route = scope.get("route")
+        template = getattr(route, "path_format", None) or getattr(route, "path", None)
+    return str(template) if template is not None else UNROUTED
+
+
+router = APIRouter(include_in_schema=False)
+
+
+@router.get("/metrics")
+async def metrics(request: Request) -> Response:
+    gateway_metrics: GatewayMetrics = request.app.state.gateway.metrics
+    return Response(gateway_metrics.exposition(), media_type=CONTENT_TYPE_LATEST)

@@ -1,0 +1,168 @@
+"""Dependencies the fault tests can take away and give back: a TCP proxy in front of the shared
+PostgreSQL, and a Redis server of the test's own (the shared ones are never touched)."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
+from pathlib import Path
+
+import redis
+
+from tests.support.service import free_port, wait_until
+
+
+class TcpProxy:
+    """Forwards 127.0.0.1:port to a target. `cut()` drops every connection and refuses new ones
+    (closes them at once) until `restore()`; `cut_on(marker)` cuts when a client sends bytes
+    containing `marker`, before they reach the target (a query in flight when the server
+    vanishes)."""
+
+    def __init__(self, target_host: str, target_port: int) -> None:
+        self.target = (target_host, target_port)
+        self._listener = socket.create_server(("127.0.0.1", 0))
+        self.port = int(self._listener.getsockname()[1])
+        self._lock = threading.Lock()
+        self._open: set[socket.socket] = set()
+        self._cut = False
+        self._marker: bytes | None = None
+        self.tripped = threading.Event()
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def cut(self) -> None:
+        with self._lock:
+            self._cut = True
+            doomed = list(self._open)
+            self._open.clear()
+        for sock in doomed:
+            _close(sock)
+
+    def cut_on(self, marker: bytes) -> None:
+        self._marker = marker
+
+    def restore(self) -> None:
+        with self._lock:
+            self._cut = False
+            self._marker = None
+
+    def close(self) -> None:
+        self.cut()
+        _close(self._listener)
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                client, _ = self._listener.accept()
+            except OSError:
+                return
+            with self._lock:
+                refused = self._cut
+            if refused:
+                _close(client)
+                continue
+            try:
+                upstream = socket.create_connection(self.target, timeout=5)
+            except OSError:
+                _close(client)
+                continue
+            upstream.settimeout(None)
+            with self._lock:
+                self._open.update((client, upstream))
+            threading.Thread(target=self._pump, args=(client, upstream, True), daemon=True).start()
+            threading.Thread(target=self._pump, args=(upstream, client, False), daemon=True).start()
+
+    def _pump(self, source: socket.socket, sink: socket.socket, from_client: bool) -> None:
+        try:
+            while True:
+                data = source.recv(65536)
+                if not data:
+                    break
+                marker = self._marker
+                if from_client and marker is not None and marker in data:
+                    self._marker = None
+                    self.tripped.set()
+                    self.cut()
+                    return
+                sink.sendall(data)
+        except OSError:
+            pass
+        finally:
+            with self._lock:
+                self._open.discard(source)
+                self._open.discard(sink)
+            _close(source)
+            _close(sink)
+
+
+def _close(sock: socket.socket) -> None:
+    with suppress(OSError):
+        sock.shutdown(socket.SHUT_RDWR)
+    sock.close()
+
+
+@contextmanager
+def tcp_proxy(host: str, port: int) -> Iterator[TcpProxy]:
+    proxy = TcpProxy(host, port)
+    try:
+        yield proxy
+    finally:
+        proxy.close()
+
+
+class RedisServer:
+    """A `redis-server` of the test's own on a free port, without persistence: killing it loses
+    every queued message, as a restart of an in-memory Redis does."""
+
+    def __init__(self, folder: Path) -> None:
+        self.port = free_port()
+        self.folder = folder
+        self.process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        return f"redis://127.0.0.1:{self.port}/0"
+
+    def start(self) -> None:
+        log = (self.folder / f"redis-{self.port}.log").open("ab")
+        self.process = subprocess.Popen(
+            [
+                "redis-server",
+                "--port",
+                str(self.port),
+                "--bind",
+                "127.0.0.1",
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+                "--dir",
+                str(self.folder),
+            ],
+            stdout=log,
+            stderr=log,
+        )
+        wait_until(self._answers, 10, f"redis-server on {self.port}")
+
+    def kill(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.kill()
+            self.process.wait(10)
+
+    def _answers(self) -> bool:
+        try:
+            return bool(redis.Redis(port=self.port, socket_connect_timeout=0.2).ping())
+        except redis.RedisError:
+            return False
+
+
+@contextmanager
+def redis_server(folder: Path) -> Iterator[RedisServer]:
+    server = RedisServer(folder)
+    server.start()
+    try:
+        yield server
+    finally:
+        server.kill()

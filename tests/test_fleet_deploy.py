@@ -1,0 +1,225 @@
+"""deploy/ checked offline (no cluster, no Docker engine here): every rendered Kubernetes
+manifest against the official schemas that `kubernetes-validate` bundles (KEDA's kinds against
+the schemas in deploy/kubernetes/schemas), the wiring between them against the code (queues,
+probe paths and ports, grace periods, the configuration file), and the compose file and the
+Dockerfiles by structure."""
+
+from __future__ import annotations
+
+import json
+import re
+import tomllib
+from typing import Any
+
+import jsonschema
+import kubernetes_validate
+import pytest
+import yaml
+
+from core.config import DEFAULTS as DEFAULT_CONFIG
+from core.config import ServiceConfig, merge_tables
+from tests.support.kustomize import render
+from tests.support.service import REPO
+from workers.queues import QUEUES, broker_queue
+
+DEPLOY = REPO / "deploy"
+KUBERNETES = DEPLOY / "kubernetes"
+OVERLAYS = sorted(path for path in (KUBERNETES / "overlays").iterdir() if path.is_dir())
+KUBERNETES_VERSION = "1.30.0"
+KEDA_SCHEMAS = {
+    "ScaledObject": KUBERNETES / "schemas" / "keda-scaledobject.json",
+    "TriggerAuthentication": KUBERNETES / "schemas" / "keda-triggerauthentication.json",
+}
+GPU = "nvidia.com/gpu"
+SHUTDOWN_DRAIN_SECONDS = 5
+
+
+def by_kind(documents: list[dict[str, Any]], kind: str) -> dict[str, dict[str, Any]]:
+    return {doc["metadata"]["name"]: doc for doc in documents if doc["kind"] == kind}
+
+
+def container(deployment: dict[str, Any]) -> dict[str, Any]:
+    containers = deployment["spec"]["template"]["spec"]["containers"]
+    assert len(containers) == 1
+    return dict(containers[0])
+
+
+def service_config(documents: list[dict[str, Any]]) -> ServiceConfig:
+    """The configuration file the ConfigMap mounts, as the service would load it."""
+    text = by_kind(documents, "ConfigMap")["sfumato-config"]["data"]["config.toml"]
+    merged = merge_tables(tomllib.loads(DEFAULT_CONFIG.read_text()), tomllib.loads(text))
+    return ServiceConfig.model_validate(merged)
+
+
+@pytest.fixture(scope="module", params=OVERLAYS, ids=[path.name for path in OVERLAYS])
+def rendered(request: pytest.FixtureRequest) -> list[dict[str, Any]]:
+    return render(request.param)
+
+
+def test_there_are_overlays_for_gpu_and_cpu_clusters() -> None:
+    assert {path.name for path in OVERLAYS} == {"production", "cpu-only"}
+
+
+def test_every_manifest_validates_against_its_schema(rendered: list[dict[str, Any]]) -> None:
+    kinds = set()
+    for document in rendered:
+        kinds.add(document["kind"])
+        if document["apiVersion"].startswith("keda.sh/"):
+            schema = json.loads(KEDA_SCHEMAS[document["kind"]].read_text())
+            jsonschema.Draft202012Validator(schema).validate(document)
+        else:
+            kubernetes_validate.validate(document, KUBERNETES_VERSION, strict=True)
+    assert kinds == {
+        "Namespace",
+        "ConfigMap",
+        "Secret",
+        "Job",
+        "Deployment",
+        "Service",
+        "HorizontalPodAutoscaler",
+        "PodDisruptionBudget",
+        "TriggerAuthentication",
+        "ScaledObject",
+    }
+
+
+def test_a_misspelt_field_fails_validation(rendered: list[dict[str, Any]]) -> None:
+    """The validators are strict: the checks above can fail."""
+    deployment = by_kind(rendered, "Deployment")["sfumato-gateway"]
+    broken = json.loads(json.dumps(deployment))
+    broken["spec"]["replica"] = 2
+    with pytest.raises(kubernetes_validate.ValidationError):
+        kubernetes_validate.validate(broken, KUBERNETES_VERSION, strict=True)
+    scaled = by_kind(rendered, "ScaledObject")["sfumato-worker-image"]
+    broken = json.loads(json.dumps(scaled))
+    broken["spec"]["triggers"][0]["metadata"]["listname"] = "typo"
+    schema = json.loads(KEDA_SCHEMAS["ScaledObject"].read_text())
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.Draft202012Validator(schema).validate(broken)
+
+
+def test_each_queue_has_a_worker_pool_scaled_on_its_own_redis_list(
+    rendered: list[dict[str, Any]],
+) -> None:
+    deployments = by_kind(rendered, "Deployment")
+    scaled = by_kind(rendered, "ScaledObject")
+    environment = by_kind(rendered, "ConfigMap")["sfumato-env"]["data"]
+    for queue in QUEUES:
+        name = f"sfumato-worker-{queue}"
+        worker = container(deployments[name])
+        assert worker["args"] == ["--queue", queue]
+        assert "replicas" not in deployments[name]["spec"], "KEDA owns the replicas"
+        scaler = scaled[name]
+        assert scaler["spec"]["scaleTargetRef"]["name"] == name
+        (trigger,) = scaler["spec"]["triggers"]
+        assert trigger["type"] == "redis"
+        namespace = environment["SFUMATO_NAMESPACE"]
+        assert trigger["metadata"]["listName"] == broker_queue(namespace, queue)
+        assert trigger["metadata"]["addressFromEnv"] in environment
+        assert trigger["authenticationRef"]["name"] in by_kind(rendered, "TriggerAuthentication")
+
+
+def test_probes_point_at_the_health_endpoints(rendered: list[dict[str, Any]]) -> None:
+    deployments = by_kind(rendered, "Deployment")
+    gateway = container(deployments["sfumato-gateway"])
+    assert "--no-workers" in gateway["args"]
+    port = int(gateway["args"][gateway["args"].index("--port") + 1])
+    assert gateway["ports"] == [{"name": "http", "containerPort": port}]
+    assert gateway["livenessProbe"]["httpGet"]["path"] == "/healthz"
+    assert gateway["readinessProbe"]["httpGet"]["path"] == "/readyz"
+    dockerfile = (DEPLOY / "docker" / "Dockerfile").read_text()
+    assert 'ENTRYPOINT ["sfumato", "worker", "--metrics-port", "9100"]' in dockerfile
+    for queue in QUEUES:
+        worker = container(deployments[f"sfumato-worker-{queue}"])
+        assert worker["ports"] == [{"name": "probes", "containerPort": 9100}]
+        for probe, path in (("livenessProbe", "/healthz"), ("readinessProbe", "/readyz")):
+            assert worker[probe]["httpGet"] == {"path": path, "port": "probes"}
+
+
+def test_grace_periods_cover_the_workers_shutdown(rendered: list[dict[str, Any]]) -> None:
+    config = service_config(rendered)
+    deployments = by_kind(rendered, "Deployment")
+    for queue in QUEUES:
+        pod = deployments[f"sfumato-worker-{queue}"]["spec"]["template"]["spec"]
+        grace = config.queues.of(queue).shutdown_grace_seconds
+        assert pod["terminationGracePeriodSeconds"] >= grace + SHUTDOWN_DRAIN_SECONDS
+
+
+def test_gpu_pools_ask_for_gpus_only_on_the_gpu_cluster(rendered: list[dict[str, Any]]) -> None:
+    deployments = by_kind(rendered, "Deployment")
+    namespace = next(d["metadata"]["name"] for d in rendered if d["kind"] == "Namespace")
+    gpu_cluster = namespace == "sfumato"
+    for queue in QUEUES:
+        deployment = deployments[f"sfumato-worker-{queue}"]
+        pod = deployment["spec"]["template"]["spec"]
+        resources = container(deployment)["resources"]
+        wants_gpu = gpu_cluster and queue in ("image", "video")
+        assert (GPU in resources["limits"]) is wants_gpu, queue
+        assert (GPU in resources["requests"]) is wants_gpu, queue
+        assert ("nodeSelector" in pod) is wants_gpu, queue
+        image = container(deployment)["image"]
+        assert ("worker-gpu" in image) is wants_gpu, image
+        assert re.fullmatch(r"registry\.example\.com/sfumato/worker-(cpu|gpu):[\w.]+", image)
+    for document in rendered:
+        if document["kind"] != "Namespace":
+            assert document["metadata"]["namespace"] == namespace
+
+
+def test_every_process_reads_the_same_configuration_and_secrets(
+    rendered: list[dict[str, Any]],
+) -> None:
+    secrets = by_kind(rendered, "Secret")["sfumato-secrets"]["stringData"]
+    assert {"SFUMATO_DATABASE_URL", "SFUMATO_BROKER_URL", "SFUMATO_SECRET_KEY"} <= set(secrets)
+    environment = by_kind(rendered, "ConfigMap")["sfumato-env"]["data"]
+    assert environment["SFUMATO_CONFIG_FILE"] == "/etc/sfumato/config.toml"
+    pods = [
+        *(d["spec"]["template"]["spec"] for d in by_kind(rendered, "Deployment").values()),
+        by_kind(rendered, "Job")["sfumato-migrate"]["spec"]["template"]["spec"],
+    ]
+    for pod in pods:
+        (main,) = pod["containers"]
+        sources = [next(iter(source.values()))["name"] for source in main["envFrom"]]
+        assert sources == ["sfumato-env", "sfumato-secrets"]
+        mounts = {mount["mountPath"]: mount["name"] for mount in main["volumeMounts"]}
+        volumes = {volume["name"]: volume for volume in pod["volumes"]}
+        assert volumes[mounts["/etc/sfumato"]]["configMap"]["name"] == "sfumato-config"
+    job = by_kind(rendered, "Job")["sfumato-migrate"]["spec"]["template"]["spec"]
+    assert job["containers"][0]["command"] == ["sfumato", "migrate"]
+
+
+def test_the_compose_file_runs_every_queue_on_shared_services() -> None:
+    compose = yaml.safe_load((DEPLOY / "compose.yaml").read_text())
+    services = compose["services"]
+    assert {"postgres", "redis", "minio", "migrate", "gateway"} <= set(services)
+    for name, service in services.items():
+        assert "image" in service or "build" in service, name
+        for dependency in service.get("depends_on", {}):
+            assert dependency in services, (name, dependency)
+    workers = {name: service for name, service in services.items() if name.startswith("worker-")}
+    assert sorted(service["command"][1] for service in workers.values()) == sorted(QUEUES)
+    gateway = services["gateway"]
+    assert "--no-workers" in gateway["command"] and gateway["ports"] == ["8000:8000"]
+    for service in [gateway, *workers.values()]:
+        environment = service["environment"]
+        assert environment["SFUMATO_BROKER_URL"].startswith("redis://redis:")
+        assert environment["SFUMATO_DATABASE_URL"].startswith("postgresql+psycopg://")
+        assert environment["SFUMATO_STORAGE_URL"].startswith("s3://")
+        assert "/readyz" in " ".join(service["healthcheck"]["test"])
+        assert service["depends_on"]["migrate"]["condition"] == "service_completed_successfully"
+    stop_grace = int(next(iter(workers.values()))["stop_grace_period"].removesuffix("s"))
+    defaults = ServiceConfig.model_validate(tomllib.loads(DEFAULT_CONFIG.read_text()))
+    longest = max(defaults.queues.of(queue).shutdown_grace_seconds for queue in QUEUES)
+    assert stop_grace >= longest + SHUTDOWN_DRAIN_SECONDS
+
+
+def test_the_dockerfiles_build_the_gateway_and_both_workers() -> None:
+    cpu = (DEPLOY / "docker" / "Dockerfile").read_text()
+    gpu = (DEPLOY / "docker" / "Dockerfile.gpu").read_text()
+    stages = re.findall(r"^FROM \S+ AS (\S+)$", cpu, re.MULTILINE)
+    assert {"gateway", "worker"} <= set(stages)
+    assert re.search(r"^ARG CUDA_IMAGE=nvidia/cuda:\S+runtime\S*$", gpu, re.MULTILINE)
+    assert 'pip install ".[diffusion]"' in gpu
+    for text in (cpu, gpu):
+        assert "USER 10001" in text
+        for copied in ("core", "gateway", "workers", "pipelines", "models"):
+            assert f"COPY {copied} {copied}" in text

@@ -1,0 +1,177 @@
+"""A worker's metrics (Prometheus) and its probe port: `/metrics`, `/healthz`, `/readyz`.
+
+The metric objects are module-level so that any code of the worker can count with them: the
+runner times jobs, the batching and the model cache count batch sizes and cache hits through
+`batch_ran` and `model_cache_lookup`. Queue depths and GPU memory are read when scraped, so
+they cost nothing between scrapes. In embedded mode the workers live in the gateway process and
+these metrics appear on the gateway's `/metrics`.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+import threading
+from collections.abc import Callable, Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import redis
+from prometheus_client import CONTENT_TYPE_LATEST, Counter, Histogram, generate_latest
+from prometheus_client.core import GaugeMetricFamily, Metric
+from prometheus_client.registry import REGISTRY, Collector
+
+from core.health import CHECK_TIMEOUT_SECONDS, ReadinessChecks
+from workers.queues import QUEUES, broker_queue
+
+log = logging.getLogger(__name__)
+
+JOB_SECONDS = Histogram(
+    "sfumato_job_duration_seconds",
+    "Seconds a worker spent on a job, from its claim to its end, by pipeline and outcome",
+    ["pipeline", "outcome"],
+    buckets=(0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800),
+)
+BATCH_SIZE = Histogram(
+    "sfumato_batch_size",
+    "Jobs run together in one pipeline call",
+    ["pipeline"],
+    buckets=(1, 2, 4, 8, 16, 32, 64),
+)
+MODEL_CACHE = Counter(
+    "sfumato_model_cache_lookups",
+    "Model cache lookups by model and result (hit: already loaded; miss: loaded now)",
+    ["model", "result"],
+)
+
+
+def job_ended(pipeline: str, outcome: str, seconds: float) -> None:
+    """outcome: completed, failed, or abandoned (cancelled, or taken by another worker)."""
+    JOB_SECONDS.labels(pipeline, outcome).observe(seconds)
+
+
+def batch_ran(pipeline: str, size: int) -> None:
+    BATCH_SIZE.labels(pipeline).observe(size)
+
+
+def model_cache_lookup(model: str, hit: bool) -> None:
+    MODEL_CACHE.labels(model, "hit" if hit else "miss").inc()
+
+
+class QueueDepth(Collector):
+    """Messages waiting in each queue's Redis list (what KEDA scales the pools on)."""
+
+    def __init__(self, broker_url: str, namespace: str) -> None:
+        self._redis = redis.Redis.from_url(
+            broker_url,
+            socket_timeout=CHECK_TIMEOUT_SECONDS,
+            socket_connect_timeout=CHECK_TIMEOUT_SECONDS,
+        )
+        self._namespace = namespace
+
+    def collect(self) -> Iterator[Metric]:
+        family = GaugeMetricFamily(
+            "sfumato_queue_depth", "Messages waiting in the broker, by queue", labels=["queue"]
+        )
+        try:
+            with self._redis.pipeline(transaction=False) as pipe:
+                for queue in QUEUES:
+                    pipe.llen(broker_queue(self._namespace, queue))
+                depths = pipe.execute()
+        except redis.RedisError as error:
+            log.warning("queue depth unreadable: %s", error)
+            return
+        for queue, depth in zip(QUEUES, depths, strict=True):
+            family.add_metric([queue], float(depth))
+        yield family
+
+
+class GpuMemory(Collector):
+    """CUDA memory per device when torch is loaded and sees a GPU; nothing otherwise."""
+
+    def collect(self) -> Iterator[Metric]:
+        torch: Any = sys.modules.get("torch")
+        if torch is None or not torch.cuda.is_available():
+            return
+        family = GaugeMetricFamily(
+            "sfumato_gpu_memory_bytes",
+            "CUDA memory by device and kind (allocated, reserved by the allocator, total)",
+            labels=["device", "kind"],
+        )
+        for index in range(torch.cuda.device_count()):
+            device = str(index)
+            family.add_metric([device, "allocated"], float(torch.cuda.memory_allocated(index)))
+            family.add_metric([device, "reserved"], float(torch.cuda.memory_reserved(index)))
+            total = torch.cuda.get_device_properties(index).total_memory
+            family.add_metric([device, "total"], float(total))
+        yield family
+
+
+def install_collectors(broker_url: str | None, namespace: str) -> None:
+    """Once per worker process: the scrape-time readings."""
+    if broker_url is not None:
+        REGISTRY.register(QueueDepth(broker_url, namespace))
+    REGISTRY.register(GpuMemory())
+
+
+class ProbeServer:
+    """The worker's HTTP port. `/healthz`: the process answers (liveness). `/readyz`: its Celery
+    consumer is up, not shutting down, and the database and broker answer (readiness)."""
+
+    def __init__(
+        self, port: int, checks: ReadinessChecks, consuming: Callable[[], None], host: str = ""
+    ) -> None:
+        self.checks = checks
+        self.consuming = consuming
+        self._server = ThreadingHTTPServer((host, port), self._handler())
+        self._server.daemon_threads = True
+        self.port = self._server.server_address[1]
+
+    def start(self) -> None:
+        threading.Thread(target=self._server.serve_forever, name="probes", daemon=True).start()
+
+    def stop(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+    def _handler(self) -> type[BaseHTTPRequestHandler]:
+        probe = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                path = self.path.split("?", 1)[0]
+                if path == "/metrics":
+                    self._send(200, generate_latest(REGISTRY), CONTENT_TYPE_LATEST)
+                elif path == "/healthz":
+                    self._json(200, {"status": "ok"})
+                elif path == "/readyz":
+                    readiness = probe.checks.run({"consumer": probe.consuming})
+                    if readiness.ready:
+                        self._json(200, {"status": "ready", "checks": readiness.checks})
+                    else:
+                        self._error(503, "SERVICE_UNAVAILABLE", "Not ready", readiness.checks)
+                else:
+                    self._error(404, "NOT_FOUND", "Not found", None)
+
+            def _error(
+                self, status: int, code: str, message: str, details: dict[str, str] | None
+            ) -> None:
+                """The service's error envelope, as gateway/errors.py writes it."""
+                error = {"code": code, "message": message, "details": details}
+                self._json(status, {"error": error})
+
+            def _json(self, status: int, body: dict[str, Any]) -> None:
+                self._send(status, json.dumps(body).encode(), "application/json")
+
+            def _send(self, status: int, body: bytes, content_type: str) -> None:
+                self.send_response(status)
+                self.send_header("Content-Type", content_type)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, format: str, *args: Any) -> None:
+                """Probes every few seconds would drown the worker's log."""
+
+        return Handler

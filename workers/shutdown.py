@@ -1,0 +1,122 @@
+"""Graceful shutdown of a worker process (Kubernetes sends SIGTERM, then SIGKILL).
+
+On SIGTERM Celery stops taking messages and waits for the running jobs. `GracefulShutdown`
+gives them `grace_seconds` to finish; a job still running then is handed back: its row goes back
+to `pending` under a compare-and-set on this worker's claim (the attempt it spent is given
+back), it is published again for another worker, and the pipeline here stops at its next
+`progress()` call (the lease keeper sees the claim gone). A pipeline that never calls
+`progress()` cannot be stopped from outside, so after a short drain the process exits anyway:
+the job is already safe in the database.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from celery.signals import worker_shutting_down
+
+from core.jobs import service as jobs_service
+from core.services import Services
+from workers.dispatch import Dispatcher
+
+log = logging.getLogger(__name__)
+# After handing jobs back, how long their threads get to notice before the process exits.
+DRAIN_SECONDS = 5.0
+
+
+class InFlight:
+    """The claims this worker process is running now."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._claims: dict[str, jobs_service.Claim] = {}
+        self._idle = threading.Condition(self._lock)
+
+    @contextmanager
+    def track(self, claim: jobs_service.Claim) -> Iterator[None]:
+        with self._lock:
+            self._claims[claim.token] = claim
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._claims.pop(claim.token, None)
+                self._idle.notify_all()
+
+    def claims(self) -> list[jobs_service.Claim]:
+        with self._lock:
+            return list(self._claims.values())
+
+    def wait_idle(self, timeout: float) -> bool:
+        """True once nothing runs; False if something still runs after `timeout` seconds."""
+        deadline = time.monotonic() + timeout
+        with self._lock:
+            while self._claims:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    return False
+                self._idle.wait(remaining)
+            return True
+
+
+class GracefulShutdown:
+    def __init__(
+        self,
+        services: Services,
+        dispatcher: Dispatcher,
+        in_flight: InFlight,
+        grace_seconds: float,
+        exit_process: Callable[[int], Any] = os._exit,
+    ) -> None:
+        self.services = services
+        self.dispatcher = dispatcher
+        self.in_flight = in_flight
+        self.grace_seconds = grace_seconds
+        self._exit_process = exit_process
+        self._started = threading.Event()
+
+    def install(self) -> None:
+        """Start the grace period when Celery begins its shutdown (in its signal handler)."""
+        worker_shutting_down.connect(self._on_shutting_down, weak=False)
+
+    def _on_shutting_down(self, sig: str = "", how: str = "", **_: Any) -> None:
+        if self._started.is_set():
+            return
+        self._started.set()
+        # A cold shutdown (SIGQUIT, a second SIGINT) does not wait for anything.
+        grace = self.grace_seconds if how == "Warm" else 0.0
+        log.info(
+            "%s: %d job(s) running get %.1fs to finish", sig, len(self.in_flight.claims()), grace
+        )
+        threading.Thread(target=self.run, args=(grace,), name="shutdown", daemon=True).start()
+
+    def run(self, grace: float) -> None:
+        if self.in_flight.wait_idle(grace):
+            return
+        handed_back = self.hand_back_all()
+        if not self.in_flight.wait_idle(DRAIN_SECONDS):
+            log.warning("a pipeline did not stop after its job was handed back; exiting anyway")
+            self._exit_process(0)
+        log.info("handed back %d job(s)", handed_back)
+
+    def hand_back_all(self) -> int:
+        handed_back = 0
+        for claim in self.in_flight.claims():
+            try:
+                if not jobs_service.hand_back(self.services.db, claim):
+                    continue  # it finished, failed or was cancelled meanwhile
+            except Exception:
+                # The database is out of reach: the lease lapses and the sweep hands it out.
+                log.exception("could not hand back job %s", claim.job.id)
+                continue
+            handed_back += 1
+            log.warning("job %s handed back for another worker", claim.job.id)
+            self.services.events.publish(claim.job.id)
+            self.dispatcher.publish_new(claim.job)
+        return handed_back
