@@ -217,7 +217,9 @@ class ModelCache:
             weights.memory_gb = max(weights.memory_gb, spec.memory_gb)
             if class_name not in weights.pipelines:
                 base = next(iter(weights.pipelines.values()))
-                weights.pipelines[class_name] = pipeline_class(class_name).from_pipe(base)
+                derived = pipeline_class(class_name).from_pipe(base)
+                derived.set_progress_bar_config(disable=True)
+                weights.pipelines[class_name] = derived
             self._weights.move_to_end(spec.weights_key)
             weights.users += 1
             return weights, weights.pipelines[class_name]
@@ -269,6 +271,15 @@ def _free_device_memory() -> None:
         torch.cuda.empty_cache()
 
 
+def _quiet_loading() -> None:
+    """No progress bars from loading (they would fill the worker's log)."""
+    import diffusers
+    import transformers
+
+    diffusers.utils.logging.disable_progress_bar()
+    transformers.utils.logging.disable_progress_bar()
+
+
 def load_pipeline(spec: ModelSpec, device: str) -> Any:
     """The entry's pipeline from its local folder, on `device` or CPU-offloaded."""
     if not spec.folder.is_dir():
@@ -277,10 +288,11 @@ def load_pipeline(spec: ModelSpec, device: str) -> Any:
             "download it there or fix SFUMATO_MODELS_FILE (see docs/models.md)"
         )
     cls = pipeline_class(spec.pipeline)
+    _quiet_loading()
     try:
         pipe = cls.from_pretrained(
             str(spec.folder),
-            torch_dtype=torch_dtype(spec.dtype),
+            dtype=torch_dtype(spec.dtype),
             variant=spec.variant,
             local_files_only=True,
         )

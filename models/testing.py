@@ -198,6 +198,7 @@ batch_limit = 4
 memory_gb = 1.0
 [operations.generate.options]
 steps = { low = 2, medium = 2, high = 2 }
+resolution = 64
 
 [operations.reframe]
 model = "sfumato/tiny-sd15"
@@ -209,6 +210,7 @@ batch_limit = 4
 memory_gb = 1.0
 [operations.reframe.options]
 steps = 2
+resolution = 64
 
 [operations.edit]
 model = "sfumato/tiny-pix2pix"
@@ -220,6 +222,7 @@ batch_limit = 4
 memory_gb = 1.0
 [operations.edit.options]
 steps = 2
+resolution = 64
 
 [operations.upscale]
 model = "sfumato/tiny-upscaler"
