@@ -11,6 +11,10 @@ at them. The pipelines then load and run them through the same code as real weig
 - `first_last_frame=True`: the same class as Wan 2.1 FLF2V is published: the transformer's
   image embedder has positions for two images (`pos_embed_seq_len`), first and last frame.
 
+- `build_ltx_image_to_video`: `LTXImageToVideoPipeline` as LTX-Video is published
+  (`LTXVideoTransformer3DModel`, `AutoencoderKLLTXVideo`, `T5EncoderModel`, a T5 tokenizer): a
+  second image-to-video family, with a VAE that packs 8 frames (4 in the tiny one) and 32 px.
+
 The tokenizer is built from a vocabulary generated here (no download): the model's weights are
 random, so only the tokenizer's shape matters, not its words.
 """
@@ -130,6 +134,75 @@ def build_wan_image_to_video(folder: Path, first_last_frame: bool = False, seed:
     return folder
 
 
+def build_ltx_image_to_video(folder: Path, seed: int = 0) -> Path:
+    """Save a tiny `LTXImageToVideoPipeline` in `folder` (spatial and temporal factor 4)."""
+    import torch
+    from diffusers import (
+        AutoencoderKLLTXVideo,
+        FlowMatchEulerDiscreteScheduler,
+        LTXImageToVideoPipeline,
+        LTXVideoTransformer3DModel,
+    )
+    from transformers import T5Config, T5EncoderModel
+
+    tokenizer = t5_tokenizer()
+    torch.manual_seed(seed)
+    transformer = LTXVideoTransformer3DModel(
+        in_channels=8,
+        out_channels=8,
+        patch_size=1,
+        patch_size_t=1,
+        num_attention_heads=2,
+        attention_head_dim=8,
+        cross_attention_dim=16,
+        num_layers=1,
+        caption_channels=TEXT_DIM,
+    )
+    two_scalings = (True, True, False, False)  # the full model scales at three levels
+    vae = AutoencoderKLLTXVideo(
+        latent_channels=8,
+        block_out_channels=(8, 8, 8, 8),
+        decoder_block_out_channels=(8, 8, 8, 8),
+        layers_per_block=(1, 1, 1, 1, 1),
+        decoder_layers_per_block=(1, 1, 1, 1, 1),
+        spatio_temporal_scaling=two_scalings,
+        decoder_spatio_temporal_scaling=two_scalings,
+        decoder_inject_noise=(False,) * 5,
+        upsample_residual=(False,) * 4,
+        upsample_factor=(1,) * 4,
+        patch_size=1,
+        patch_size_t=1,
+    )
+    text_encoder = T5EncoderModel(
+        T5Config(
+            vocab_size=len(tokenizer),
+            d_model=TEXT_DIM,
+            d_kv=8,
+            d_ff=32,
+            num_layers=1,
+            num_heads=2,
+            relative_attention_num_buckets=8,
+        )
+    )
+    pipe: Any = LTXImageToVideoPipeline(
+        transformer=transformer,
+        vae=vae,
+        scheduler=FlowMatchEulerDiscreteScheduler(),
+        text_encoder=text_encoder,
+        tokenizer=tokenizer,
+    )
+    folder.mkdir(parents=True, exist_ok=True)
+    pipe.save_pretrained(str(folder))
+    return folder
+
+
+def build_tiny_ltx_models(folder: Path) -> str:
+    """Save the tiny LTX model under `folder`; return a registry serving animate with it (at
+    64 px: LTX's pipeline wants sizes in multiples of 32)."""
+    build_ltx_image_to_video(folder / "tiny-ltx")
+    return TINY_LTX_REGISTRY
+
+
 def build_tiny_video_models(folder: Path) -> str:
     """Save both tiny Wan models under `folder`; return their registry tables (TOML, folders
     relative to `folder`), to write as a registry file there or append to one."""
@@ -141,14 +214,17 @@ def build_tiny_video_models(folder: Path) -> str:
 # The tiny models' geometry (Wan 2.1 itself: 16 fps, 81 frames, the area of 480x832 or 720x1280,
 # so `resolution` 632 or 960; see docs/models.md). No classifier-free guidance: one transformer
 # pass per step.
-_TINY_OPTIONS = f"""\
+def _tiny_options(resolution: int) -> str:
+    return f"""\
 fps = {TINY_FPS}
 max_frames = {TINY_MAX_FRAMES}
-resolution = {TINY_SIDE}
+resolution = {resolution}
 steps = 2
 guidance = 1.0
 max_sequence_length = 16
 """
+
+
 TINY_VIDEO_REGISTRY = f"""\
 [operations.animate]
 model = "sfumato/tiny-wan-i2v"
@@ -157,7 +233,7 @@ pipeline = "WanImageToVideoPipeline"
 dtype = "float32"
 memory_gb = 0.01
 [operations.animate.options]
-{_TINY_OPTIONS}
+{_tiny_options(TINY_SIDE)}
 [operations.transition]
 model = "sfumato/tiny-wan-flf2v"
 folder = "tiny-wan-flf2v"
@@ -165,4 +241,14 @@ pipeline = "WanImageToVideoPipeline"
 dtype = "float32"
 memory_gb = 0.01
 [operations.transition.options]
-{_TINY_OPTIONS}"""
+{_tiny_options(TINY_SIDE)}"""
+
+TINY_LTX_REGISTRY = f"""\
+[operations.animate]
+model = "sfumato/tiny-ltx-video"
+folder = "tiny-ltx"
+pipeline = "LTXImageToVideoPipeline"
+dtype = "float32"
+memory_gb = 0.01
+[operations.animate.options]
+{_tiny_options(64)}"""

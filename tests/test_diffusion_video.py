@@ -3,7 +3,8 @@
 The service runs `pipelines.diffusion.animate` (through `SteerableAnimate`, which only steers the
 diffusers call) and `pipelines.diffusion.transition` with the registry of
 `models/testing_video.py`: real `WanImageToVideoPipeline` classes, 32 px, 2 steps, 8 fps and at
-most 9 frames a call, so a 2 s clip takes two segments and every clip is retimed to 24 fps.
+most 9 frames a call, so a 2 s clip takes two segments and every clip is retimed to 24 fps. A
+second, embedded service animates with a tiny `LTXImageToVideoPipeline` instead.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import os
 import tempfile
 import time
 from collections.abc import Iterator
+from contextlib import ExitStack
 from pathlib import Path
 
 import av
@@ -23,7 +25,7 @@ from PIL import Image
 
 from core.models import Job, Media
 from models.registry import ModelSpec
-from models.testing_video import build_tiny_video_models
+from models.testing_video import build_tiny_ltx_models, build_tiny_video_models
 from pipelines.diffusion.common import native_size
 from pipelines.diffusion.video import geometry_for, plan_segments
 from tests.conftest import COMMON_ENV
@@ -75,6 +77,28 @@ def video_service(
             patch.setenv(name, env[name])
         with running_service(mode, data_dir) as service:
             yield service
+
+
+@pytest.fixture(scope="module")
+def ltx_service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Service]:
+    """Embedded, animate on the tiny LTX model. Its pipelines are built when the service starts
+    (the workers warm up), so the registry need only be in the environment until then."""
+    folder = tmp_path_factory.mktemp("tiny-ltx-models")
+    registry = folder / "models.toml"
+    registry.write_text(build_tiny_ltx_models(folder))
+    env = {
+        **COMMON_ENV,
+        "SFUMATO_PIPELINES": "animate=pipelines.diffusion.animate:DiffusionAnimate",
+        "SFUMATO_MODELS_FILE": str(registry),
+        "SFUMATO_MODEL_DEVICE": "cpu",
+    }
+    data_dir: Path = tmp_path_factory.mktemp("diffusion-video-ltx")
+    with ExitStack() as stack:
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setenv("SFUMATO_MODELS_FILE", str(registry))
+            mode = Mode("embedded", env, separate_workers=False)
+            service = stack.enter_context(running_service(mode, data_dir))
+        yield service
 
 
 @pytest.fixture(scope="module")
@@ -254,6 +278,20 @@ def test_the_recorded_seed_reproduces_the_video(
     assert other > 4 * max(same, 0.5), "another seed gives other frames"
 
 
+@pytest.mark.slow
+def test_animate_with_an_ltx_model_keeps_the_image_aspect_ratio(ltx_service: Service) -> None:
+    key = ltx_service.new_key(credits=5000)
+    with ltx_service.client(key) as client:
+        wide = wait_done(client, create(client, "[sleep 0] wide", aspectRatio="16:9")["id"])
+        job = video_done(client, animate(client, wide["id"], "waves roll in"))
+    assert job["status"] == "completed", job
+    video = job["result"]["video"]
+    assert (video["width"], video["height"]) == (848, 480)
+    facts = decoded(video["url"])
+    assert facts["size"] == (848, 480) and len(facts["frames"]) == 24
+    assert facts["audio"] == [("aac", 48000)]
+
+
 # The geometry of a real Wan 2.1 I2V 480P entry, without its weights.
 
 
@@ -285,3 +323,18 @@ def test_wan_geometry_follows_its_frame_rule_size_factor_and_longest_clip() -> N
     assert native_size(wan_480p(), 720, 720, 16) == (640, 640)
     with pytest.raises(ValueError, match="4k\\+1"):
         geometry_for(wan_480p().model_copy(update={"options": {"max_frames": 80}}), Wan())
+
+
+def test_ltx_geometry_takes_its_vae_factors_and_the_32_px_its_pipeline_demands() -> None:
+    class LTXImageToVideoPipeline:  # what geometry_for reads of the loaded pipeline
+        vae_temporal_compression_ratio = 8
+        vae_spatial_compression_ratio = 32
+        transformer = type("T", (), {"config": type("C", (), {"patch_size": 1})})
+
+    spec = wan_480p().model_copy(
+        update={"options": {"fps": 24, "max_frames": 257, "resolution": 627}}
+    )
+    geometry = geometry_for(spec, LTXImageToVideoPipeline())
+    assert (geometry.frame_multiple, geometry.size_multiple) == (8, 32)
+    assert geometry.frames_for(5.0) == 121
+    assert native_size(spec, 848, 480, geometry.size_multiple) == (832, 480)

@@ -88,6 +88,10 @@ class ClipPlan:
     model_frames: int  # frames at the model's rate covering `seconds` (before `max_frames`)
 
 
+# Sizes some pipeline classes insist on in `check_inputs`, whatever their VAE's factor.
+CLASS_SIZE_MULTIPLE = {"WanImageToVideoPipeline": 16, "LTXImageToVideoPipeline": 32}
+
+
 def geometry_for(spec: ModelSpec, pipe: Any) -> VideoGeometry:
     """The registry's options, with the frame and size factors read from the loaded pipeline
     where the options leave them out (Wan and LTX name them differently)."""
@@ -99,7 +103,8 @@ def geometry_for(spec: ModelSpec, pipe: Any) -> VideoGeometry:
     )
     patch = _spatial_patch(pipe)
     frame_multiple = int(spec.option("frame_multiple", temporal or 4))
-    size_multiple = int(spec.option("size_multiple", (spatial or 8) * patch))
+    factor = math.lcm((spatial or 8) * patch, CLASS_SIZE_MULTIPLE.get(type(pipe).__name__, 1))
+    size_multiple = int(spec.option("size_multiple", factor))
     max_frames = int(spec.option("max_frames", 81))
     if (max_frames - 1) % frame_multiple:
         raise ValueError(
