@@ -52,6 +52,19 @@ def t5_tokenizer() -> Any:
     return T5Tokenizer(vocab=vocab, extra_ids=0)
 
 
+def _t5_sized(config_class: Any, vocab_size: int) -> Any:
+    """A one-layer T5-family encoder configuration (T5 for LTX, UMT5 for Wan)."""
+    return config_class(
+        vocab_size=vocab_size,
+        d_model=TEXT_DIM,
+        d_kv=8,
+        d_ff=32,
+        num_layers=1,
+        num_heads=2,
+        relative_attention_num_buckets=8,
+    )
+
+
 def build_wan_image_to_video(folder: Path, first_last_frame: bool = False, seed: int = 0) -> Path:
     """Save a tiny `WanImageToVideoPipeline` (image-to-video, or first-last-frame) in `folder`."""
     import torch
@@ -80,17 +93,7 @@ def build_wan_image_to_video(folder: Path, first_last_frame: bool = False, seed:
         latents_mean=[0.0] * 4,
         latents_std=[1.0] * 4,
     )
-    text_encoder = UMT5EncoderModel(
-        UMT5Config(
-            vocab_size=len(tokenizer),
-            d_model=TEXT_DIM,
-            d_kv=8,
-            d_ff=32,
-            num_layers=1,
-            num_heads=2,
-            relative_attention_num_buckets=8,
-        )
-    )
+    text_encoder = UMT5EncoderModel(_t5_sized(UMT5Config, len(tokenizer)))
     transformer = WanTransformer3DModel(
         patch_size=(1, 2, 2),
         num_attention_heads=2,
@@ -173,17 +176,7 @@ def build_ltx_image_to_video(folder: Path, seed: int = 0) -> Path:
         patch_size=1,
         patch_size_t=1,
     )
-    text_encoder = T5EncoderModel(
-        T5Config(
-            vocab_size=len(tokenizer),
-            d_model=TEXT_DIM,
-            d_kv=8,
-            d_ff=32,
-            num_layers=1,
-            num_heads=2,
-            relative_attention_num_buckets=8,
-        )
-    )
+    text_encoder = T5EncoderModel(_t5_sized(T5Config, len(tokenizer)))
     pipe: Any = LTXImageToVideoPipeline(
         transformer=transformer,
         vae=vae,
