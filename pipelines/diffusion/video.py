@@ -218,7 +218,9 @@ class VideoModel:
             arguments["max_sequence_length"] = int(options["max_sequence_length"])
 
         def step_end(pipe: Any, step: int, timestep: Any, tensors: dict[str, Any]) -> dict:
-            on_step((step + 1) / steps)
+            # A multistep scheduler may take more timesteps than `steps`; the pipeline knows.
+            total = int(getattr(pipe, "num_timesteps", 0) or steps)
+            on_step(min(1.0, (step + 1) / total))
             return tensors
 
         try:
