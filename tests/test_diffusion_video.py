@@ -24,10 +24,11 @@ import pytest
 from PIL import Image
 
 from core.models import Job, Media
-from models.registry import ModelSpec
+from models.cache import ModelCache, ModelUnavailable
+from models.registry import ModelSpec, load_registry
 from models.testing_video import build_tiny_ltx_models, build_tiny_video_models
 from pipelines.diffusion.common import native_size
-from pipelines.diffusion.video import geometry_for, plan_segments
+from pipelines.diffusion.video import VideoModel, geometry_for, plan_segments
 from tests.conftest import COMMON_ENV
 from tests.support.service import Mode, Service, running_service, wait_until
 from tests.support.steerable_video import logged
@@ -338,3 +339,17 @@ def test_ltx_geometry_takes_its_vae_factors_and_the_32_px_its_pipeline_demands()
     assert (geometry.frame_multiple, geometry.size_multiple) == (8, 32)
     assert geometry.frames_for(5.0) == 121
     assert native_size(spec, 848, 480, geometry.size_multiple) == (832, 480)
+
+
+def test_a_missing_or_unfit_video_model_fails_at_start_not_at_the_first_job(
+    tmp_path: Path,
+) -> None:
+    cache = ModelCache(device="cpu")
+    missing = wan_480p().model_copy(update={"folder": tmp_path / "absent"})
+    with pytest.raises(ModelUnavailable, match="absent"):
+        VideoModel("animate", spec=missing, cache=cache)
+    registry = tmp_path / "models.toml"
+    registry.write_text(build_tiny_ltx_models(tmp_path))
+    ltx = load_registry(registry).spec("animate").model_copy(update={"operation": "transition"})
+    with pytest.raises(ValueError, match="takes no last_image"):
+        VideoModel("transition", needs=("image", "last_image"), spec=ltx, cache=cache)
