@@ -28,7 +28,14 @@ from models.cache import ModelCache, ModelUnavailable
 from models.registry import ModelSpec, load_registry
 from models.testing_video import build_tiny_ltx_models, build_tiny_video_models
 from pipelines.diffusion.common import native_size
-from pipelines.diffusion.video import VideoModel, geometry_for, plan_segments
+from pipelines.diffusion.video import (
+    VideoModel,
+    geometry_for,
+    model_time_positions,
+    plan_segments,
+    spanning_positions,
+    write_clip,
+)
 from tests.conftest import COMMON_ENV
 from tests.support.service import Mode, Service, running_service, wait_until
 from tests.support.steerable_video import logged
@@ -353,3 +360,31 @@ def test_a_missing_or_unfit_video_model_fails_at_start_not_at_the_first_job(
     ltx = load_registry(registry).spec("animate").model_copy(update={"operation": "transition"})
     with pytest.raises(ValueError, match="takes no last_image"):
         VideoModel("transition", needs=("image", "last_image"), spec=ltx, cache=cache)
+
+
+def test_retiming_to_24_fps_puts_in_betweens_where_the_motion_is(tmp_path: Path) -> None:
+    """A square crossing 9 frames at 8 fps, retimed to 24 fps and scaled 2x: every output
+    frame, model frame or RIFE in-between, shows it where it is at that instant."""
+
+    class Quiet:
+        def progress(self, fraction: float, message: str | None = None) -> None:
+            pass
+
+    def square_at(x: int) -> np.ndarray:
+        frame = np.zeros((64, 64, 3), np.uint8)
+        frame[26:38, x : x + 12] = 255
+        return frame
+
+    model_frames = [square_at(4 + 5 * index) for index in range(9)]
+    path = str(tmp_path / "clip.mp4")
+    output = write_clip(
+        model_frames, model_time_positions(24, 8), path, (128, 128), None, Quiet(), "squares"
+    )
+    assert (output.frame_count, output.duration_seconds, output.has_audio) == (24, 1.0, False)
+    lefts = []
+    for frame in decode_file(path)["frames"]:
+        columns = np.nonzero(frame[..., 0] > 128)[1]
+        lefts.append(columns.mean() / 2 - 6)
+    expected = [4 + 5 * index / 3 for index in range(24)]
+    assert max(abs(a - b) for a, b in zip(lefts, expected, strict=True)) < 1.0
+    assert spanning_positions(96, 9)[-1] == 8.0 and spanning_positions(96, 9)[0] == 0.0
