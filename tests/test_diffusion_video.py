@@ -49,6 +49,10 @@ PIPELINES = (
 )
 
 
+# The worker's logic is the same in both deployments; these paths run on the embedded one only.
+EMBEDDED_ONLY = pytest.mark.parametrize("video_service", ["embedded"], indirect=True)
+
+
 @pytest.fixture(scope="module")
 def models_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
     folder = tmp_path_factory.mktemp("tiny-video-models")
@@ -203,6 +207,7 @@ def test_transition_joins_two_frames_at_the_requested_size_without_audio(
 
 
 @pytest.mark.slow
+@EMBEDDED_ONLY
 def test_cancel_mid_steps_stops_the_model_and_stores_nothing(
     video_service: Service, frames: tuple[str, str, str]
 ) -> None:
@@ -224,6 +229,7 @@ def test_cancel_mid_steps_stops_the_model_and_stores_nothing(
 
 
 @pytest.mark.slow
+@EMBEDDED_ONLY
 def test_out_of_memory_retries_once_then_fails_with_a_refund(
     video_service: Service, frames: tuple[str, str, str]
 ) -> None:
@@ -244,6 +250,7 @@ def test_out_of_memory_retries_once_then_fails_with_a_refund(
 
 
 @pytest.mark.slow
+@EMBEDDED_ONLY
 def test_the_recorded_seed_reproduces_the_video(
     video_service: Service, frames: tuple[str, str, str]
 ) -> None:
