@@ -1,8 +1,8 @@
 """Image-to-video with a diffusion model (e.g. Wan 2.1 I2V through `WanImageToVideoPipeline`).
 
 The image is the first frame. A clip longer than the model makes in one call is made in
-segments, each starting from the last frame of the one before (the way Wan's own long-video
-recipes extend a clip), with the same prompt and the next seeds. The frames are then retimed to
+segments, each an image-to-video call from the last frame of the one before (the usual way to
+extend such a model's clips), with the same prompt and the next seeds. The frames are then retimed to
 24 fps and encoded with the builtin writer and soundtrack (`video.py`).
 """
 
