@@ -50,6 +50,8 @@ class Settings(BaseSettings):
 
     # Operation -> "module:Class" pipeline overrides, e.g. "generate=pkg.mod:Pipeline".
     pipelines: str = ""
+    # How long a batching pipeline's first job waits for compatible companions (0: no batching).
+    batch_window_ms: int = Field(default=25, ge=0)
     signed_url_seconds: int = Field(default=7 * 24 * 3600, ge=60)
     max_body_bytes: int = 64 * 1024
 

@@ -11,6 +11,7 @@ import typer
 from core.accounts import service as accounts
 from core.services import Services
 from core.settings import Settings
+from gateway.models_cli import models_app
 from workers.queues import QUEUES, broker_queue
 
 app = typer.Typer(help="Sfumato: self-hostable image and video generation.", no_args_is_help=True)
@@ -18,6 +19,7 @@ accounts_app = typer.Typer(help="Accounts and credits.", no_args_is_help=True)
 keys_app = typer.Typer(help="API keys.", no_args_is_help=True)
 app.add_typer(accounts_app, name="accounts")
 app.add_typer(keys_app, name="keys")
+app.add_typer(models_app, name="models")
 
 DEMO_EMAIL = "demo@sfumato.local"
 DEMO_KEY_FILE = "demo-api-key"
@@ -91,6 +93,8 @@ def worker(
     log_level: str = "info",
 ) -> None:
     """A Celery worker for one queue (distributed mode); SIGTERM finishes the running jobs."""
+    from models.cache import ModelUnavailable
+    from models.registry import RegistryError
     from pipelines.registry import PipelineRegistry
     from workers.celery_app import make_celery
     from workers.dispatch import Dispatcher
@@ -109,7 +113,10 @@ def worker(
         PipelineRegistry(settings.pipeline_overrides()),
         Dispatcher(services, make_celery(settings)),
     )
-    runner.warm_up([queue])
+    try:
+        runner.warm_up([queue])
+    except (ModelUnavailable, RegistryError) as error:
+        _fail(f"the {queue} worker cannot load its models: {error}")
     celery = make_celery(settings, runner=runner)
     celery.set_default()
     celery.Worker(

@@ -95,10 +95,15 @@ def _unet(in_channels: int, **extra: Any) -> Any:
     return UNet2DConditionModel(**config)
 
 
-def _vae(levels: int = 2, scaling_factor: float = 0.18215) -> Any:
+def _vae(
+    levels: int = 2,
+    scaling_factor: float = 0.18215,
+    attention: bool = True,
+    channels: tuple[int, ...] = (32, 64, 64),
+) -> Any:
     from diffusers import AutoencoderKL
 
-    channels = (32, 64, 64)[:levels]
+    channels = channels[:levels]
     return AutoencoderKL(
         block_out_channels=channels,
         in_channels=3,
@@ -106,9 +111,10 @@ def _vae(levels: int = 2, scaling_factor: float = 0.18215) -> Any:
         down_block_types=("DownEncoderBlock2D",) * levels,
         up_block_types=("UpDecoderBlock2D",) * levels,
         latent_channels=4,
-        norm_num_groups=32,
+        norm_num_groups=min(32, channels[0]),
         sample_size=TINY_SIZE * 2,
         scaling_factor=scaling_factor,
+        mid_block_add_attention=attention,
     )
 
 
@@ -171,10 +177,20 @@ def build_tiny_models(folder: Path) -> Path:
     torch.manual_seed(2)
     _save(
         StableDiffusionUpscalePipeline(
-            vae=_vae(levels=3, scaling_factor=0.08333),
+            # Without attention either: the VAE's middle block would attend over 128x128 tokens.
+            vae=_vae(levels=3, scaling_factor=0.08333, attention=False, channels=(8, 8, 8)),
             text_encoder=_text_encoder(),
             tokenizer=tokenizer,
-            unet=_unet(7, num_class_embeds=1000),
+            # No attention: the upscaler's UNet runs at the input's full size (128 px tiles).
+            unet=_unet(
+                7,
+                num_class_embeds=1000,
+                down_block_types=("DownBlock2D", "DownBlock2D"),
+                up_block_types=("UpBlock2D", "UpBlock2D"),
+                mid_block_type="UNetMidBlock2D",
+                block_out_channels=(8, 16),
+                norm_num_groups=8,
+            ),
             low_res_scheduler=DDPMScheduler(),
             scheduler=DDIMScheduler(prediction_type="v_prediction"),
             max_noise_level=350,
@@ -186,7 +202,8 @@ def build_tiny_models(folder: Path) -> Path:
     return registry
 
 
-# Two steps at every quality; one set of weights serves generate and reframe (from_pipe).
+# Two steps (12 for a generate at high quality: a job long enough to cancel mid-steps); one
+# set of weights serves generate and reframe (from_pipe).
 TINY_REGISTRY = """\
 [operations.generate]
 model = "sfumato/tiny-sd15"
@@ -197,7 +214,7 @@ dtype = "float32"
 batch_limit = 4
 memory_gb = 1.0
 [operations.generate.options]
-steps = { low = 2, medium = 2, high = 2 }
+steps = { low = 2, medium = 2, high = 12 }
 resolution = 64
 
 [operations.reframe]
@@ -233,7 +250,8 @@ dtype = "float32"
 batch_limit = 4
 memory_gb = 1.0
 [operations.upscale.options]
-steps = 2
-tile = 32
-overlap = 8
+steps = 1
+guidance = 1.0
+tile = 128
+overlap = 16
 """

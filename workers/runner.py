@@ -36,8 +36,10 @@ from pipelines.base import (
     VideoOutput,
 )
 from pipelines.builtin.mp4 import poster_jpeg
+from pipelines.diffusion.common import OutOfDeviceMemory
 from pipelines.registry import PipelineRegistry
 from pipelines.styles import SiteUnavailable, extract_style
+from workers.batching import Batcher
 from workers.dispatch import Dispatcher
 from workers.queues import QUEUE_OF_OPERATION
 
@@ -126,6 +128,8 @@ class JobRunner:
         self.pipelines = pipelines
         # Publishes the next video of an account's line when one of its videos ends.
         self.dispatcher = dispatcher
+        # Compatible image jobs running at once share one call of a batching pipeline.
+        self.batcher = Batcher(services.settings.batch_window_ms / 1000)
         self._operations: dict[str, Callable[[Job, LeaseKeeper], Outcome]] = {
             "generate": self._generate,
             "edit": self._edit,
@@ -182,8 +186,8 @@ class JobRunner:
 
     def _generate(self, job: Job, keeper: LeaseKeeper) -> Outcome:
         inputs = job.inputs
-        pipeline = self.pipelines.get("generate")
-        output: ImageOutput = pipeline.run(
+        output = self._run_image(
+            job,
             GenerateInput(
                 prompt=inputs["prompt"],
                 width=inputs["width"],
@@ -206,7 +210,7 @@ class JobRunner:
             seed=job.seed,
             references=self._load_images(inputs["references"]),
         )
-        return self._stored(job, self.pipelines.get("edit").run(edit_input, keeper), keeper)
+        return self._stored(job, self._run_image(job, edit_input, keeper), keeper)
 
     def _reframe(self, job: Job, keeper: LeaseKeeper) -> Outcome:
         return self._to_size(job, keeper, ReframeInput)
@@ -225,7 +229,10 @@ class JobRunner:
             height=inputs["height"],
             seed=job.seed,
         )
-        return self._stored(job, self.pipelines.get(job.operation).run(request, keeper), keeper)
+        return self._stored(job, self._run_image(job, request, keeper), keeper)
+
+    def _run_image(self, job: Job, request: Any, keeper: LeaseKeeper) -> ImageOutput:
+        return self.batcher.run(self.pipelines.get(job.operation), request, keeper)
 
     def _animate(self, job: Job, keeper: LeaseKeeper) -> Outcome:
         image = self._load_images([job.inputs["image"]])[0]
@@ -445,6 +452,8 @@ def _failure_message(error: Exception) -> str:
         return "Could not read an input image; the credits were refunded"
     if isinstance(error, StorageError):
         return "Could not store the result; the credits were refunded"
+    if isinstance(error, OutOfDeviceMemory):
+        return f"The GPU ran out of memory ({error}); the credits were refunded"
     if isinstance(error, MemoryError):
         return "Ran out of memory; the credits were refunded"
     return "Generation failed; the credits were refunded"
