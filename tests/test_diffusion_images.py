@@ -12,14 +12,12 @@ import os
 import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 
 import httpx
 import numpy as np
 import pytest
 from PIL import Image
 
-from models.testing import build_tiny_models
 from tests.conftest import COMMON_ENV
 from tests.support import diffusion_images
 from tests.support.service import Mode, Service, running_service, wait_until
@@ -35,13 +33,9 @@ DIFFUSION_PIPELINES = (
 )
 
 
-@pytest.fixture(scope="session")
-def tiny_registry(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return build_tiny_models(tmp_path_factory.mktemp("tiny-models"))
-
-
 @pytest.fixture(scope="module")
-def diffusion(tiny_registry: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Service]:
+def diffusion(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Service]:
+    tiny_registry = diffusion_images.tiny_registry_path()
     # The pipelines read the registry from the environment (they import nothing of core).
     previous = os.environ.get("SFUMATO_MODELS_FILE")
     os.environ["SFUMATO_MODELS_FILE"] = str(tiny_registry)

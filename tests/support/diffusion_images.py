@@ -9,16 +9,30 @@ every call. Every call is recorded (its number of images, prompts, steps run).
 
 from __future__ import annotations
 
+import atexit
+import functools
+import shutil
+import tempfile
 import threading
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import torch
 
+from models.testing import build_tiny_models
 from pipelines.diffusion.generate import DiffusionGenerate
 
 STEP_SLEEP_SECONDS = 0.25
+
+
+@functools.cache
+def tiny_registry_path() -> Path:
+    """The tiny models, built once per test process (about ten seconds), and their registry."""
+    folder = Path(tempfile.mkdtemp(prefix="sfumato-tiny-models-"))
+    atexit.register(shutil.rmtree, folder, ignore_errors=True)
+    return build_tiny_models(folder)
 
 
 @dataclass
