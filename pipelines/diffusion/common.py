@@ -38,6 +38,11 @@ PRESETS: dict[str, dict[str, tuple[int, float]]] = {
 NATIVE_SIDE = {"sd15": 512, "sdxl": 1024, "sd3": 1024, "flux": 1024, "other": 512}
 
 
+# Arguments the operations pass where the class takes them; other families' classes lack some
+# (FLUX has no image_guidance_scale, FLUX Fill no strength) and are called without them.
+OPTIONAL_ARGUMENTS = {"strength", "image_guidance_scale", "guidance_scale", "noise_level"}
+
+
 class OutOfDeviceMemory(MemoryError):
     """The GPU ran out of memory even after the batch was split in half."""
 
@@ -301,7 +306,10 @@ class DiffusionPipeline(Generic[InputT]):
             def on_step(step: int, _timestep: Any, _latents: Any) -> None:
                 progress.report((step + 1) / max(steps, 1), "denoising")
 
-            if "callback_on_step_end" in inspect.signature(pipe.__call__).parameters:
+            accepted = inspect.signature(pipe.__call__).parameters
+            for name in OPTIONAL_ARGUMENTS & set(arguments) - set(accepted):
+                del arguments[name]  # e.g. FLUX Fill has no strength: the class decides
+            if "callback_on_step_end" in accepted:
                 arguments["callback_on_step_end"] = on_step_end
             else:  # older pipelines (the x4 upscaler) have only the per-step callback
                 arguments |= {"callback": on_step, "callback_steps": 1}

@@ -67,20 +67,27 @@ def canvas_and_mask(
 class DiffusionReframe(DiffusionPipeline[ReframeInput]):
     operation = "reframe"
 
+    @property
+    def task(self) -> str | None:
+        """The entry's own class when it is an inpainting one (an SDXL inpainting checkpoint,
+        FLUX Fill), else the inpainting pipeline made from its weights."""
+        own = any(kind in self.spec.pipeline for kind in ("Inpaint", "Fill"))
+        return None if own else INPAINTING
+
     def tasks(self) -> tuple[str | None, ...]:
-        return (INPAINTING,)
+        return (self.task,)
 
     def batch_key(self, inputs: ReframeInput) -> Hashable:
         return (inputs.width, inputs.height)
 
     def execute(self, inputs: list[ReframeInput], progress: BatchProgress) -> list[ImageOutput]:
         steps, guidance = quality_settings(self.spec)
-        with self.cache.pipeline_for(self.spec, INPAINTING) as pipe:
+        with self.cache.pipeline_for(self.spec, self.task) as pipe:
             multiple = size_multiple(pipe)
         first = inputs[0]
         width, height = native_size(self.spec, first.width, first.height, multiple)
         call = Call(
-            INPAINTING,
+            self.task,
             {
                 "num_inference_steps": steps,
                 "guidance_scale": guidance,
