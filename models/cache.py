@@ -147,6 +147,7 @@ class _Weights:
     pipelines: dict[str, Any] = field(default_factory=dict)
     lock: threading.RLock = field(default_factory=threading.RLock)
     users: int = 0
+    ip_adapter: bool = False
 
 
 @dataclass
@@ -215,6 +216,8 @@ class ModelCache:
                 weights = _Weights(spec.weights_key, spec.memory_gb, {spec.pipeline: base})
                 self._weights[spec.weights_key] = weights
             weights.memory_gb = max(weights.memory_gb, spec.memory_gb)
+            if spec.option("ip_adapter") and not weights.ip_adapter:
+                _load_ip_adapter(weights, spec)
             if class_name not in weights.pipelines:
                 base = next(iter(weights.pipelines.values()))
                 derived = pipeline_class(class_name).from_pipe(base)
@@ -253,6 +256,32 @@ class ModelCache:
             self.stats.misses += 1
         for listener in self.listeners:
             listener(kind, folder)
+
+
+def _load_ip_adapter(weights: _Weights, spec: ModelSpec) -> None:
+    """Load the entry's IP-Adapter into its weights: the UNet is shared by every pipeline made
+    from them, so each gets the image encoder too (and every call on these weights then passes
+    image embeddings: pipelines/diffusion/common.py)."""
+    adapter = spec.option("ip_adapter")
+    base = next(iter(weights.pipelines.values()))
+    try:
+        base.load_ip_adapter(
+            str(adapter["folder"]),
+            subfolder=adapter.get("subfolder", ""),
+            weight_name=adapter["weight_name"],
+            image_encoder_folder=adapter.get("image_encoder_folder", "image_encoder"),
+            local_files_only=True,
+        )
+    except (OSError, ValueError, KeyError) as error:
+        raise ModelUnavailable(
+            f"cannot load the IP-Adapter of {spec.operation!r} from {adapter}: {error}"
+        ) from error
+    for pipeline in weights.pipelines.values():
+        if pipeline is not base and "image_encoder" in pipeline.components:
+            pipeline.register_modules(
+                image_encoder=base.image_encoder, feature_extractor=base.feature_extractor
+            )
+    weights.ip_adapter = True
 
 
 def _budget(device: str) -> float:

@@ -15,6 +15,9 @@ A TOML file (path in `SFUMATO_MODELS_FILE`) with one table per operation:
     offload = "none"                # "model" or "sequential": accelerate CPU offload on CUDA
     [operations.generate.options]   # free-form, read by the operation's pipeline
     steps = { low = 20, medium = 30, high = 40 }
+    ip_adapter = { folder = "ip-adapter", weight_name = "ip-adapter_sdxl.safetensors" }
+
+A `folder` inside an option table is resolved like the entry's own.
 
 Operations whose entries name the same folder, dtype and variant share one set of weights in
 the cache (text-to-image, image-to-image and inpainting classes made with `from_pipe`).
@@ -114,6 +117,9 @@ def load_registry(path: Path) -> ModelRegistry:
         folder = Path(str(entry.get("folder", "")))
         if str(folder) and not folder.is_absolute():
             folder = (path.parent / folder).resolve()
+        for option in entry.get("options", {}).values():
+            if isinstance(option, dict) and "folder" in option:  # e.g. an IP-Adapter's folder
+                option["folder"] = str((path.parent / str(option["folder"])).resolve())
         try:
             specs[name] = ModelSpec(**{**entry, "operation": name, "folder": folder})
         except ValidationError as error:

@@ -7,19 +7,22 @@ the CPU. The tokenizer's vocabulary is generated here (byte-level characters, no
 nothing is downloaded. The pictures are noise; the code path is the real one.
 
     sd15/        StableDiffusionPipeline (generate; reframe via from_pipe -> inpainting)
+    ip-adapter/  an IP-Adapter for sd15 (`ip_adapter = { folder = "ip-adapter", ... }`)
     pix2pix/     StableDiffusionInstructPix2PixPipeline (edit: an 8-channel UNet)
     upscaler/    StableDiffusionUpscalePipeline (upscale: a 7-channel UNet, x4 VAE)
 """
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 TINY_SIZE = 32  # the UNets' sample size; with a VAE factor 2 the native size is 64 px
 TEXT_WIDTH = 32
 VOCAB_SIZE = 1000
+IP_WEIGHTS = "ip-adapter.safetensors"
+BOS, EOS = "<|startoftext|>", "<|endoftext|>"
+BOS_ID, EOS_ID = 512, 513  # after the 256 bytes, alone and word-final
 
 
 def _byte_characters() -> list[str]:
@@ -40,21 +43,17 @@ def _byte_characters() -> list[str]:
 
 
 def write_tokenizer(folder: Path) -> None:
-    """A CLIP tokenizer whose vocabulary is every byte, alone and word-final."""
+    """A CLIP tokenizer whose vocabulary is every byte, alone and word-final, with CLIP's two
+    special tokens last (as in the real vocabulary); no merges, so a word is its letters."""
     from transformers import CLIPTokenizer
 
-    folder.mkdir(parents=True, exist_ok=True)
     characters = _byte_characters()
-    tokens = ["<|startoftext|>", "<|endoftext|>", *characters, *(c + "</w>" for c in characters)]
-    vocab_path = folder / "vocab.json"
-    merges_path = folder / "merges.txt"
-    vocab_path.write_text(json.dumps({token: index for index, token in enumerate(tokens)}))
-    merges_path.write_text("#version: 0.2\n")
+    tokens = [*characters, *(c + "</w>" for c in characters), BOS, EOS]
     tokenizer = CLIPTokenizer(
-        vocab_file=str(vocab_path), merges_file=str(merges_path), model_max_length=32
+        vocab={token: index for index, token in enumerate(tokens)},
+        merges=[],
+        model_max_length=32,
     )
-    vocab_path.unlink()
-    merges_path.unlink()
     tokenizer.save_pretrained(str(folder))
 
 
@@ -63,9 +62,9 @@ def _text_encoder() -> Any:
 
     return CLIPTextModel(
         CLIPTextConfig(
-            bos_token_id=0,
-            eos_token_id=1,
-            pad_token_id=1,
+            bos_token_id=BOS_ID,
+            eos_token_id=EOS_ID,
+            pad_token_id=EOS_ID,
             hidden_size=TEXT_WIDTH,
             intermediate_size=37,
             num_attention_heads=4,
@@ -118,12 +117,62 @@ def _vae(
     )
 
 
+def write_ip_adapter(unet: Any, folder: Path) -> None:
+    """An IP-Adapter for `unet` laid out as the public ones are: `ip-adapter.safetensors`
+    (image projection and the cross-attention processors' extra key/value weights, numbered as
+    diffusers reads them) and `image_encoder/` (a CLIP vision model with projection)."""
+    from diffusers.models.attention_processor import IPAdapterAttnProcessor
+    from diffusers.models.embeddings import ImageProjection
+    from safetensors.torch import save_file
+    from transformers import CLIPVisionConfig, CLIPVisionModelWithProjection
+
+    state: dict[str, Any] = {}
+    key_id = 1
+    widths = unet.config.block_out_channels
+    for name in unet.attn_processors:
+        if name.endswith("attn1.processor"):
+            continue  # self-attention: no image tokens
+        if name.startswith("mid_block"):
+            hidden = widths[-1]
+        elif name.startswith("up_blocks"):
+            hidden = list(reversed(widths))[int(name[len("up_blocks.")])]
+        else:
+            hidden = widths[int(name[len("down_blocks.")])]
+        weights = IPAdapterAttnProcessor(hidden, unet.config.cross_attention_dim).state_dict()
+        state[f"ip_adapter.{key_id}.to_k_ip.weight"] = weights["to_k_ip.0.weight"]
+        state[f"ip_adapter.{key_id}.to_v_ip.weight"] = weights["to_v_ip.0.weight"]
+        key_id += 2
+    projection = ImageProjection(
+        cross_attention_dim=unet.config.cross_attention_dim,
+        image_embed_dim=TEXT_WIDTH,
+        num_image_text_embeds=4,  # what diffusers assumes of a plain IP-Adapter
+    ).state_dict()
+    state["image_proj.proj.weight"] = projection["image_embeds.weight"]
+    state["image_proj.proj.bias"] = projection["image_embeds.bias"]
+    state["image_proj.norm.weight"] = projection["norm.weight"]
+    state["image_proj.norm.bias"] = projection["norm.bias"]
+    folder.mkdir(parents=True, exist_ok=True)
+    save_file({key: value.contiguous() for key, value in state.items()}, folder / IP_WEIGHTS)
+    CLIPVisionModelWithProjection(
+        CLIPVisionConfig(
+            hidden_size=TEXT_WIDTH,
+            projection_dim=TEXT_WIDTH,
+            num_hidden_layers=2,
+            num_attention_heads=4,
+            intermediate_size=37,
+            image_size=32,
+            patch_size=8,
+        )
+    ).save_pretrained(str(folder / "image_encoder"))
+
+
 def _save(pipeline: Any, folder: Path) -> None:
     pipeline.save_pretrained(str(folder), safe_serialization=True)
 
 
-def build_tiny_models(folder: Path) -> Path:
-    """Save the tiny models under `folder` and return the registry file written beside them."""
+def build_tiny_models(folder: Path, generate_steps: int = 2) -> Path:
+    """Save the tiny models under `folder` and return the registry file written beside them;
+    `generate_steps` are the steps of a generate at low and medium quality."""
     import torch
     from diffusers import (
         DDIMScheduler,
@@ -145,12 +194,13 @@ def build_tiny_models(folder: Path) -> Path:
         "num_train_timesteps": 1000,
     }
     torch.manual_seed(0)
+    unet = _unet(4)
     _save(
         StableDiffusionPipeline(
             vae=_vae(),
             text_encoder=_text_encoder(),
             tokenizer=tokenizer,
-            unet=_unet(4),
+            unet=unet,
             scheduler=DDIMScheduler(
                 **scheduler_config, clip_sample=False, set_alpha_to_one=False, steps_offset=1
             ),
@@ -160,6 +210,7 @@ def build_tiny_models(folder: Path) -> Path:
         ),
         folder / "sd15",
     )
+    write_ip_adapter(unet, folder / "ip-adapter")
     torch.manual_seed(1)
     _save(
         StableDiffusionInstructPix2PixPipeline(
@@ -198,7 +249,11 @@ def build_tiny_models(folder: Path) -> Path:
         folder / "upscaler",
     )
     registry = folder / "models.toml"
-    registry.write_text(TINY_REGISTRY)
+    registry.write_text(
+        TINY_REGISTRY.replace(
+            "low = 2, medium = 2", f"low = {generate_steps}, medium = {generate_steps}"
+        )
+    )
     return registry
 
 

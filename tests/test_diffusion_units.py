@@ -6,14 +6,17 @@ import os
 import subprocess
 import sys
 import threading
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
+from PIL import Image
 
 from models.cache import ModelCache, check
 from models.registry import ModelRegistry, RegistryError, load_registry
+from models.testing import IP_WEIGHTS
 from pipelines.base import Cancelled, GenerateInput, ImageOutput
 from pipelines.diffusion.generate import DiffusionGenerate
 from tests.support.diffusion_images import tiny_registry_path
@@ -78,6 +81,8 @@ def test_a_seed_gives_the_same_pictures_alone_or_in_a_batch(generate: DiffusionG
     pixels = [np.asarray(image, np.float32) for image in alone.images]
     assert np.array_equal(pixels[0], np.asarray(again.images[0], np.float32))
     assert not np.array_equal(pixels[0], pixels[1]), "each variation its own seed"
+    other_prompt = generate.run(replace(first, prompt="a storm at sea"), Control())
+    assert not np.array_equal(pixels[0], np.asarray(other_prompt.images[0], np.float32))
     output = batched[1]
     assert isinstance(output, ImageOutput) and len(output.images) == 2
     for mine, theirs in zip(pixels, output.images, strict=True):
@@ -93,6 +98,29 @@ def test_a_cancelled_member_is_dropped_and_the_others_finish(
     assert isinstance(results[1], Cancelled)
     assert all(isinstance(results[i], ImageOutput) for i in (0, 2))
     assert max(controls[0].fractions) > 0.5 and max(controls[1].fractions) < 0.5
+
+
+def test_an_ip_adapter_takes_the_references_and_its_weights_still_serve_every_task(
+    registry: ModelRegistry,
+) -> None:
+    spec = registry.spec("generate")
+    adapter = {"folder": str(spec.folder.parent / "ip-adapter"), "weight_name": IP_WEIGHTS}
+    with_adapter = spec.model_copy(update={"options": {**spec.options, "ip_adapter": adapter}})
+    pipeline = DiffusionGenerate(with_adapter, ModelCache(device="cpu"))
+    red, blue = Image.new("RGB", (40, 40), (220, 20, 20)), Image.new("RGB", (40, 40), (0, 0, 230))
+    jobs = [
+        GenerateInput(prompt="a vase", width=64, height=64, seed=3, references=(red,)),
+        GenerateInput(prompt="a vase", width=64, height=64, seed=3, references=(blue,)),
+    ]
+    assert pipeline.batch_key(jobs[0]) is None, "one reference per call: such a job runs alone"
+    outputs = [pipeline.run(job, Control()) for job in jobs]
+    pictures = [np.asarray(output.images[0], np.float32) for output in outputs]
+    assert not np.array_equal(pictures[0], pictures[1]), "the reference reached the UNet"
+    assert "IP-Adapter" in outputs[0].notes[-1]
+    plain = pipeline.run(GenerateInput(prompt="a vase", width=64, height=64, seed=3), Control())
+    assert plain.images[0].size == (64, 64)
+    with pipeline.cache.pipeline_for(with_adapter, "inpainting") as inpainting:
+        assert inpainting.image_encoder is not None, "the shared UNet needs image embeddings"
 
 
 class FakeBatching:

@@ -56,6 +56,8 @@ class Slot:
     seed: int
     image: Image.Image | None = None
     mask: Image.Image | None = None
+    # The image an IP-Adapter conditions this slot on (only when the weights have one).
+    reference: Image.Image | None = None
 
 
 @dataclass
@@ -294,6 +296,10 @@ class DiffusionPipeline(Generic[InputT]):
                 arguments["image"] = [slot.image for slot in slots]
             if any(slot.mask is not None for slot in slots):
                 arguments["mask_image"] = [slot.mask for slot in slots]
+            if has_ip_adapter(pipe):
+                arguments["ip_adapter_image_embeds"] = self._ip_adapter_embeds(
+                    pipe, slots, float(arguments.get("guidance_scale", 1.0)) > 1
+                )
             steps = int(arguments.get("num_inference_steps", 1))
 
             def on_step_end(
@@ -317,9 +323,36 @@ class DiffusionPipeline(Generic[InputT]):
                 listener(len(slots))
             return list(self.invoke(pipe, arguments).images)
 
+    def _ip_adapter_embeds(self, pipe: Any, slots: list[Slot], guidance: bool) -> list[Any]:
+        """Image embeddings for weights with an IP-Adapter: of the call's reference (diffusers
+        repeats one image's embeddings over the batch, so a call has one reference: jobs with
+        one run alone), or of a grey image at scale 0 for a call without one (the shared UNet
+        wants image embeddings in every call once an adapter is loaded)."""
+        import torch
+
+        references = {id(slot.reference): slot.reference for slot in slots}
+        if len(references) > 1:
+            raise ValueError("an IP-Adapter call takes one reference image for all its slots")
+        reference = next(iter(references.values()))
+        adapter = self.spec.option("ip_adapter") or {}
+        pipe.set_ip_adapter_scale(float(adapter.get("scale", 0.6)) if reference else 0.0)
+        image = reference or Image.new("RGB", (224, 224), (128, 128, 128))
+        with torch.no_grad():
+            return list(
+                pipe.prepare_ip_adapter_image_embeds(
+                    [image], None, pipe._execution_device, 1, guidance
+                )
+            )
+
     def invoke(self, pipe: Any, arguments: dict[str, Any]) -> Any:
         """The diffusers call itself (tests override it to simulate running out of memory)."""
         return pipe(**arguments)
+
+
+def has_ip_adapter(pipe: Any) -> bool:
+    """Whether an IP-Adapter is loaded into these weights' UNet."""
+    unet = getattr(pipe, "unet", None)
+    return getattr(getattr(unet, "config", None), "encoder_hid_dim_type", None) == "ip_image_proj"
 
 
 def exact_size(image: Image.Image, width: int, height: int) -> Image.Image:

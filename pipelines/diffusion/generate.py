@@ -38,15 +38,18 @@ class DiffusionGenerate(DiffusionPipeline[GenerateInput]):
         return (TEXT_TO_IMAGE, IMAGE_TO_IMAGE)
 
     def _init_image(self, inputs: GenerateInput) -> tuple[str, float] | None:
-        """Which image-to-image start this job has, and its strength; None: text only."""
-        if inputs.references:
+        """Which image-to-image start this job has, and its strength; None: text only (an
+        IP-Adapter, when the entry has one, takes the references instead)."""
+        if inputs.references and not self.spec.option("ip_adapter"):
             return "reference", float(self.spec.option("reference_strength", 0.75))
         strength = float(self.spec.option("palette_strength", 0.0))
         if inputs.style and inputs.style.palette and strength > 0:
             return "palette", strength
         return None
 
-    def batch_key(self, inputs: GenerateInput) -> Hashable:
+    def batch_key(self, inputs: GenerateInput) -> Hashable | None:
+        if inputs.references and self.spec.option("ip_adapter"):
+            return None  # an IP-Adapter call has one reference for all its images
         init = self._init_image(inputs)
         return (
             inputs.width,
@@ -75,8 +78,11 @@ class DiffusionGenerate(DiffusionPipeline[GenerateInput]):
         for member, job in enumerate(inputs):
             prompt = style_prompt(job.prompt, job.style)
             start = self._start_image(job, init, width, height)
+            reference = job.references[0] if job.references and not init else None
             for variation in range(job.variations):
-                call.slots.append(Slot(member, prompt, job.seed + variation, start))
+                call.slots.append(
+                    Slot(member, prompt, job.seed + variation, start, reference=reference)
+                )
         images = self.run_call(call, progress)
         outputs: list[ImageOutput] = []
         for member, job in enumerate(inputs):
@@ -88,6 +94,8 @@ class DiffusionGenerate(DiffusionPipeline[GenerateInput]):
             notes = [f"{self.spec.model}: {steps} steps at {width}x{height}, seed {job.seed}"]
             if init:
                 notes.append(f"started from the {init[0]} at strength {init[1]:g}")
+            elif job.references:
+                notes.append("the first reference image guides the picture (IP-Adapter)")
             if len(job.references) > 1:
                 notes.append("only the first reference image was used")
             outputs.append(ImageOutput(images=mine, notes=notes))
