@@ -17,8 +17,9 @@ from PIL import Image
 from models.cache import ModelCache, check
 from models.registry import ModelRegistry, RegistryError, load_registry
 from models.testing import IP_WEIGHTS
-from pipelines.base import Cancelled, GenerateInput, ImageOutput
+from pipelines.base import Cancelled, GenerateInput, ImageOutput, ReframeInput
 from pipelines.diffusion.generate import DiffusionGenerate
+from pipelines.diffusion.reframe import DiffusionReframe
 from tests.support.diffusion_images import tiny_registry_path
 from tests.support.service import REPO
 from workers.batching import Batcher
@@ -121,6 +122,25 @@ def test_an_ip_adapter_takes_the_references_and_its_weights_still_serve_every_ta
     assert plain.images[0].size == (64, 64)
     with pipeline.cache.pipeline_for(with_adapter, "inpainting") as inpainting:
         assert inpainting.image_encoder is not None, "the shared UNet needs image embeddings"
+
+
+def test_reframe_paints_only_the_new_area_and_skips_a_same_ratio_job(
+    registry: ModelRegistry,
+) -> None:
+    pipeline = DiffusionReframe(registry.spec("reframe"), ModelCache(device="cpu"))
+    calls: list[int] = []
+    pipeline.call_listeners.append(calls.append)
+    source = Image.effect_noise((48, 48), 60).convert("RGB")
+    wide = ReframeInput(source=source, width=144, height=48, seed=1)
+    same = ReframeInput(source=source, width=96, height=96, seed=2)
+    outputs = pipeline.run_batch([wide, same], [Control(), Control()])
+    assert calls == [1], "one call, for the job with a new area only"
+    widened, enlarged = (o.images[0] for o in outputs if isinstance(o, ImageOutput))
+    assert widened.size == (144, 48) and enlarged.size == (96, 96)
+    middle = np.asarray(widened, np.float32)[:, 60:84]
+    assert np.abs(middle - np.asarray(source, np.float32)[:, 12:36]).max() < 2
+    expected = source.resize((96, 96), Image.Resampling.LANCZOS)
+    assert np.array_equal(np.asarray(enlarged), np.asarray(expected))
 
 
 class FakeBatching:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import inspect
 import logging
 import math
-from collections.abc import Hashable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
@@ -219,7 +219,7 @@ class DiffusionPipeline(Generic[InputT]):
         self.cache = cache or shared_cache()
         self.cache.ensure(self.spec, self.tasks())
         # Called with the number of images of every pipeline call (metrics, benchmarks, tests).
-        self.call_listeners: list[Any] = []
+        self.call_listeners: list[Callable[[int], None]] = []
 
     def tasks(self) -> tuple[str | None, ...]:
         """The cache tasks (models/cache.py) this operation asks for; loaded at start-up."""

@@ -69,13 +69,13 @@ class DiffusionEdit(DiffusionPipeline[EditInput]):
         how = (
             "instruction edit" if self.instruction else f"image-to-image at {arguments['strength']}"
         )
-        return [
-            ImageOutput(
-                images=[exact_size(image, *job.source.size)],
-                notes=[f"{self.spec.model}: {how}, {steps} steps at {width}x{height}"],
-            )
-            for job, image in zip(inputs, images, strict=True)
-        ]
+        outputs = []
+        for job, image in zip(inputs, images, strict=True):
+            notes = [f"{self.spec.model}: {how}, {steps} steps at {width}x{height}"]
+            if job.references:
+                notes.append("reference images are not used by the diffusion edit")
+            outputs.append(ImageOutput(images=[exact_size(image, *job.source.size)], notes=notes))
+        return outputs
 
 
 def _fitted(job: EditInput, width: int, height: int) -> Image.Image:

@@ -101,24 +101,36 @@ class DiffusionReframe(DiffusionPipeline[ReframeInput]):
         for member, job in enumerate(inputs):
             canvas, mask, box = canvas_and_mask(job.source, job.width, job.height)
             prepared.append((canvas, mask, box))
-            call.slots.append(
-                Slot(
-                    member,
-                    prompt,
-                    job.seed,
-                    Image.fromarray(canvas).resize((width, height), LANCZOS),
-                    Image.fromarray((mask * 255).astype(np.uint8)).resize((width, height)),
+            if mask.max() > 0:  # same aspect ratio: nothing new to paint
+                call.slots.append(
+                    Slot(
+                        member,
+                        prompt,
+                        job.seed,
+                        Image.fromarray(canvas).resize((width, height), LANCZOS),
+                        Image.fromarray((mask * 255).astype(np.uint8)).resize((width, height)),
+                    )
                 )
+        painted = dict(
+            zip(
+                (slot.member for slot in call.slots),
+                self.run_call(call, progress) if call.slots else [],
+                strict=True,
             )
-        images = self.run_call(call, progress)
+        )
         outputs = []
-        for job, image, (canvas, mask, box) in zip(inputs, images, prepared, strict=True):
-            painted = np.asarray(
-                image.convert("RGB").resize((job.width, job.height), LANCZOS),
+        for member, (job, (canvas, mask, box)) in enumerate(zip(inputs, prepared, strict=True)):
+            if member not in painted:
+                outputs.append(
+                    ImageOutput([Image.fromarray(canvas)], ["same aspect ratio; resized only"])
+                )
+                continue
+            pixels = np.asarray(
+                painted[member].convert("RGB").resize((job.width, job.height), LANCZOS),
                 np.float32,
             )
             alpha = mask[..., None]
-            blended = painted * alpha + canvas.astype(np.float32) * (1 - alpha)
+            blended = pixels * alpha + canvas.astype(np.float32) * (1 - alpha)
             outputs.append(
                 ImageOutput(
                     images=[Image.fromarray(np.clip(blended, 0, 255).astype(np.uint8))],
