@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
+
+if TYPE_CHECKING:
+    from models.registry import ModelRegistry
 
 models_app = typer.Typer(
     help="The diffusion models of SFUMATO_MODELS_FILE (docs/models.md).", no_args_is_help=True
 )
 
 
-def _registry() -> object:
+def _registry() -> ModelRegistry:
     from models.registry import RegistryError, configured_registry
 
     try:
@@ -24,10 +27,7 @@ def _registry() -> object:
 @models_app.command("list")
 def models_list() -> None:
     """One line per operation: model, pipeline class, folder, dtype, batch limit, memory."""
-    from models.registry import ModelRegistry
-
     registry = _registry()
-    assert isinstance(registry, ModelRegistry)
     for spec in registry.specs():
         typer.echo(
             f"{spec.operation:<10} {spec.model}  {spec.pipeline}  {spec.folder}  "
@@ -45,10 +45,8 @@ def models_check(
 ) -> None:
     """Check folders, pipeline classes and memory against the device; exit 1 on any problem."""
     from models.cache import ModelCache, ModelUnavailable, check, device_memory_gb, resolve_device
-    from models.registry import ModelRegistry
 
     registry = _registry()
-    assert isinstance(registry, ModelRegistry)
     resolved = resolve_device(device)
     problems: list[str] = []
     weights: dict[tuple[str, str, str], float] = {}
