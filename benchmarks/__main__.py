@@ -18,6 +18,7 @@ from benchmarks import (
     create_overhead,
     create_to_start,
     diffusion,
+    diffusion_video,
     images,
     job_read,
     long_poll,
@@ -35,6 +36,7 @@ BENCHMARKS: dict[str, Callable[[Options], Section]] = {
     "images": images.run,
     "videos": videos.run,
     "diffusion": diffusion.run,
+    "diffusion_video": diffusion_video.run,
 }
 DOC = REPO / "docs" / "benchmarks.md"
 
