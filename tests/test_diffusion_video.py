@@ -14,13 +14,14 @@ import os
 import tempfile
 import time
 from collections.abc import Iterator
-from contextlib import ExitStack
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
 import av
 import httpx
 import numpy as np
 import pytest
+import torch
 from PIL import Image
 
 from core.models import Job, Media
@@ -49,6 +50,21 @@ PIPELINES = (
 )
 
 
+# Torch's spinning OpenMP threads slow tiny models many times over on a shared 2-core machine:
+# one thread in the worker processes (at start) and in this one (while the services run).
+ONE_THREAD = {"OMP_NUM_THREADS": "1"}
+
+
+@contextmanager
+def one_torch_thread() -> Iterator[None]:
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(threads)
+
+
 # The worker's logic is the same in both deployments; these paths run on the embedded one only.
 EMBEDDED_ONLY = pytest.mark.parametrize("video_service", ["embedded"], indirect=True)
 
@@ -72,6 +88,7 @@ def video_service(
         "SFUMATO_MODELS_FILE": str(models_file),
         "SFUMATO_MODEL_DEVICE": "cpu",
         "SFUMATO_TEST_STEP_LOG": str(data_dir / "steps.jsonl"),
+        **ONE_THREAD,
     }
     if request.param == "embedded":
         mode = Mode("embedded", env, separate_workers=False)
@@ -84,7 +101,7 @@ def video_service(
             separate_workers=True,
         )
     # Embedded workers run in this process and read the registry from its environment.
-    with pytest.MonkeyPatch.context() as patch:
+    with pytest.MonkeyPatch.context() as patch, one_torch_thread():
         for name in ("SFUMATO_MODELS_FILE", "SFUMATO_MODEL_DEVICE", "SFUMATO_TEST_STEP_LOG"):
             patch.setenv(name, env[name])
         with running_service(mode, data_dir) as service:
@@ -106,6 +123,7 @@ def ltx_service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Service]:
     }
     data_dir: Path = tmp_path_factory.mktemp("diffusion-video-ltx")
     with ExitStack() as stack:
+        stack.enter_context(one_torch_thread())
         with pytest.MonkeyPatch.context() as patch:
             patch.setenv("SFUMATO_MODELS_FILE", str(registry))
             mode = Mode("embedded", env, separate_workers=False)
