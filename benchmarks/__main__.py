@@ -4,6 +4,7 @@ ends, and rewrite docs/benchmarks.md with them."""
 from __future__ import annotations
 
 import argparse
+import os
 import signal
 import sys
 import tempfile
@@ -16,6 +17,8 @@ from types import FrameType
 from benchmarks import (
     create_overhead,
     create_to_start,
+    diffusion,
+    diffusion_video,
     fleet,
     images,
     job_read,
@@ -36,6 +39,8 @@ BENCHMARKS: dict[str, Callable[[Options], Section]] = {
     "videos": videos.run,
     "styles": styles.run,
     "fleet": fleet.run,
+    "diffusion": diffusion.run,
+    "diffusion_video": diffusion_video.run,
 }
 DOC = REPO / "docs" / "benchmarks.md"
 
@@ -46,11 +51,14 @@ def main(argv: list[str]) -> int:
         "names", nargs="*", metavar="name", help=f"any of {', '.join(BENCHMARKS)}; all if none"
     )
     parser.add_argument("--quick", action="store_true", help="a short smoke run")
+    parser.add_argument("--device", help="diffusion: the models' device (cpu, cuda; default auto)")
     parser.add_argument("--doc", type=Path, default=DOC, help=f"results page (default {DOC})")
     arguments = parser.parse_args(argv)
     unknown = [name for name in arguments.names if name not in BENCHMARKS]
     if unknown:
         parser.error(f"no benchmark {', '.join(unknown)} (there are {', '.join(BENCHMARKS)})")
+    if arguments.device:
+        os.environ["SFUMATO_MODEL_DEVICE"] = arguments.device
     raise_fd_limit()
     # Stopped by a plain `kill`, still stop the servers and drop the databases on the way out.
     signal.signal(signal.SIGTERM, _exit_on_sigterm)

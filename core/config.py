@@ -79,8 +79,6 @@ class QueueConfig(_Strict):
     prefetch: int = Field(ge=1)
     # How long a worker may hold a first job open for others to batch with it (0: no batching).
     batch_window_ms: int = Field(ge=0)
-    # Models the pool loads at start and keeps (ids of the model registry); empty: none.
-    models: tuple[str, ...] = ()
     # The broker redelivers a message unacknowledged this long; above the longest job.
     visibility_timeout_seconds: int = Field(ge=60)
     # After SIGTERM a running job has this long to finish; then it is handed back (pending

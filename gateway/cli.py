@@ -12,6 +12,7 @@ import typer
 from core.accounts import service as accounts
 from core.services import Services
 from core.settings import Settings
+from gateway.models_cli import models_app
 from workers.queues import QUEUES, broker_queue
 
 app = typer.Typer(help="Sfumato: self-hostable image and video generation.", no_args_is_help=True)
@@ -19,6 +20,7 @@ accounts_app = typer.Typer(help="Accounts and credits.", no_args_is_help=True)
 keys_app = typer.Typer(help="API keys.", no_args_is_help=True)
 app.add_typer(accounts_app, name="accounts")
 app.add_typer(keys_app, name="keys")
+app.add_typer(models_app, name="models")
 
 DEMO_EMAIL = "demo@sfumato.local"
 DEMO_KEY_FILE = "demo-api-key"
@@ -101,6 +103,8 @@ def worker(
     from celery.signals import worker_ready, worker_shutting_down
 
     from core.health import ReadinessChecks
+    from models.cache import ModelUnavailable
+    from models.registry import RegistryError
     from pipelines.registry import PipelineRegistry
     from workers import metrics
     from workers.celery_app import make_celery
@@ -118,7 +122,10 @@ def worker(
     pool = services.config.queues.of(queue)
     dispatcher = Dispatcher(services, make_celery(settings))
     runner = JobRunner(services, PipelineRegistry(settings.pipeline_overrides()), dispatcher)
-    runner.warm_up([queue])
+    try:
+        runner.warm_up([queue])
+    except (ModelUnavailable, RegistryError) as error:
+        _fail(f"the {queue} worker cannot load its models: {error}")
     GracefulShutdown(services, dispatcher, runner.in_flight, pool.shutdown_grace_seconds).install()
     consuming = threading.Event()
     worker_ready.connect(lambda **_: consuming.set(), weak=False)

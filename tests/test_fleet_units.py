@@ -75,9 +75,10 @@ def test_batch_and_cache_metrics_count_what_other_code_reports() -> None:
 def test_queue_pools_are_configured_per_queue_and_validated(tmp_path: Path) -> None:
     defaults = load_config(None).queues
     assert (defaults.image.concurrency, defaults.video.concurrency) == (2, 1)
-    path = config_file(tmp_path, {"queues": {"video": {"concurrency": 3, "models": ["ltx"]}}})
+    assert (defaults.image.batch_window_ms, defaults.video.batch_window_ms) == (25, 0)
+    path = config_file(tmp_path, {"queues": {"video": {"concurrency": 3, "batch_window_ms": 40}}})
     queues = load_config(path).queues
-    assert queues.of("video").concurrency == 3 and queues.of("video").models == ("ltx",)
+    assert queues.of("video").concurrency == 3 and queues.of("video").batch_window_ms == 40
     assert queues.of("image") == defaults.image
     broken = config_file(tmp_path, {"queues": {"image": {"shutdown_grace_seconds": -1}}})
     with pytest.raises(ValidationError):

@@ -15,7 +15,7 @@ import sys
 import threading
 from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import redis
 from prometheus_client import CONTENT_TYPE_LATEST, Counter, Histogram, generate_latest
@@ -24,6 +24,9 @@ from prometheus_client.registry import REGISTRY, Collector
 
 from core.health import CHECK_TIMEOUT_SECONDS, ReadinessChecks
 from workers.queues import QUEUES, broker_queue
+
+if TYPE_CHECKING:
+    from models.cache import ModelCache
 
 log = logging.getLogger(__name__)
 
@@ -57,6 +60,17 @@ def batch_ran(pipeline: str, size: int) -> None:
 
 def model_cache_lookup(model: str, hit: bool) -> None:
     MODEL_CACHE.labels(model, "hit" if hit else "miss").inc()
+
+
+def watch_model_cache(cache: ModelCache) -> None:
+    """Count the process's model cache hits and misses (its evictions are logged)."""
+    if _count_model_cache not in cache.listeners:
+        cache.listeners.append(_count_model_cache)
+
+
+def _count_model_cache(kind: str, folder: str) -> None:
+    if kind in ("hit", "miss"):
+        model_cache_lookup(folder, kind == "hit")
 
 
 class QueueDepth(Collector):

@@ -27,6 +27,7 @@ from core.models import Base, Job, Media, Style
 from core.services import Services
 from core.storage import StorageError
 from core.styles import service as styles_service
+from models.cache import shared_cache
 from pipelines.base import (
     AnimateInput,
     Cancelled,
@@ -40,6 +41,7 @@ from pipelines.base import (
     VideoOutput,
 )
 from pipelines.builtin.mp4 import poster_jpeg
+from pipelines.diffusion.common import OutOfDeviceMemory
 from pipelines.registry import PipelineRegistry
 from pipelines.styles import (
     BrandImage,
@@ -51,6 +53,7 @@ from pipelines.styles import (
     rank_by_similarity,
 )
 from workers import metrics
+from workers.batching import Batcher
 from workers.dispatch import Dispatcher
 from workers.queues import QUEUE_OF_OPERATION
 from workers.shutdown import InFlight
@@ -148,6 +151,10 @@ class JobRunner:
         self.dispatcher = dispatcher
         # What runs now, for the graceful shutdown to hand back.
         self.in_flight = InFlight()
+        # Compatible image jobs running at once share one call of a batching pipeline.
+        self.batcher = Batcher(services.config.queues.image.batch_window_ms / 1000)
+        self.batcher.listeners.append(metrics.batch_ran)
+        metrics.watch_model_cache(shared_cache())
         self._operations: dict[str, Callable[[Job, LeaseKeeper], Outcome]] = {
             "generate": self._generate,
             "edit": self._edit,
@@ -229,8 +236,8 @@ class JobRunner:
 
     def _generate(self, job: Job, keeper: LeaseKeeper) -> Outcome:
         inputs = job.inputs
-        pipeline = self.pipelines.get("generate")
-        output: ImageOutput = pipeline.run(
+        output = self._run_image(
+            job,
             GenerateInput(
                 prompt=inputs["prompt"],
                 width=inputs["width"],
@@ -254,7 +261,7 @@ class JobRunner:
             references=self._load_images(inputs["references"]),
             style=_style_hints(inputs.get("style")),
         )
-        return self._stored(job, self.pipelines.get("edit").run(edit_input, keeper), keeper)
+        return self._stored(job, self._run_image(job, edit_input, keeper), keeper)
 
     def _reframe(self, job: Job, keeper: LeaseKeeper) -> Outcome:
         return self._to_size(job, keeper, ReframeInput)
@@ -273,7 +280,10 @@ class JobRunner:
             height=inputs["height"],
             seed=job.seed,
         )
-        return self._stored(job, self.pipelines.get(job.operation).run(request, keeper), keeper)
+        return self._stored(job, self._run_image(job, request, keeper), keeper)
+
+    def _run_image(self, job: Job, request: Any, keeper: LeaseKeeper) -> ImageOutput:
+        return self.batcher.run(self.pipelines.get(job.operation), request, keeper)
 
     def _animate(self, job: Job, keeper: LeaseKeeper) -> Outcome:
         image = self._load_images([job.inputs["image"]])[0]
@@ -531,6 +541,8 @@ def _failure_message(error: Exception) -> str:
         return "Could not read an input image; the credits were refunded"
     if isinstance(error, StorageError):
         return "Could not store the result; the credits were refunded"
+    if isinstance(error, OutOfDeviceMemory):
+        return f"The GPU ran out of memory ({error}); the credits were refunded"
     if isinstance(error, MemoryError):
         return "Ran out of memory; the credits were refunded"
     return "Generation failed; the credits were refunded"

@@ -1,0 +1,229 @@
+"""`diffusion`: the diffusion generate pipeline on the tiny models: batch throughput, and what
+the worker path adds to a direct pipeline call."""
+
+from __future__ import annotations
+
+import io
+import os
+import statistics
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import partial
+from pathlib import Path
+
+from benchmarks.harness import Options
+from benchmarks.report import Section, Table, ms, verdict
+from core.accounts import service as accounts
+from core.accounts.service import Caller
+from core.jobs import service as jobs_service
+from core.services import Services
+from core.settings import Settings
+from pipelines.base import GenerateInput
+from pipelines.registry import PipelineRegistry
+from workers.runner import JobRunner
+
+BATCH_SIZES = (1, 2, 4)
+STEPS = 20
+SIZE = 1024  # the contract's smallest square (1K); the tiny model paints 64 px and is resized
+PROMPT = "a lighthouse on a cliff at dusk"
+GOAL_OVERHEAD = 0.05
+DIFFUSION_GENERATE = "generate=pipelines.diffusion.generate:DiffusionGenerate"
+METHOD = f"""
+The real `DiffusionGenerate` on the tiny random-weight Stable Diffusion of `models/testing.py`
+(UNet, VAE, CLIP text encoder, DDIM scheduler; built at the start into the run's directory),
+{STEPS} denoising steps at medium quality, 64 px native and resized to {SIZE}x{SIZE}, on the
+device `SFUMATO_MODEL_DEVICE` names (`--device`; default CUDA when there is one, else the CPU,
+where torch runs one thread: other processes share the cores).
+Throughput: `run_batch` with 1, 2 and 4 jobs of one image each (one diffusers call), after a
+warm-up call of that size (CPU kernels are prepared per shape); median of the repetitions.
+Worker path: the same job run by `JobRunner.run` in this process (SQLite, local storage,
+the image pool's `batch_window_ms` at its default 25 ms, which a lone job waits for companions):
+claim,
+lease keeper, the batcher, the pipeline, PNG encoding and storage, completion and the credit
+settlement; against `run()` of the pipeline alone on the same input, alternating, after a
+warm-up pair; the overhead is the median of the paired differences, in wall time and in the
+CPU time of the process (robust to other processes on a shared machine), and the PNG share of
+it (encoding the image the direct call made) is shown apart: the tiny model paints noise, the
+worst case for PNG. The goal (overhead under {GOAL_OVERHEAD:.0%} of the call) depends on how
+long the call is; on a GPU a real model's call is seconds, these tiny calls are what this
+machine gives, so the absolute overhead is the figure to carry over.
+"""
+
+
+class _NoControl:
+    def progress(self, fraction: float, message: str | None = None) -> None:
+        return None
+
+
+@dataclass(frozen=True)
+class Timing:
+    """Wall time, and the CPU time of this whole process (all its threads): other processes on
+    a shared machine stretch the first but hardly the second."""
+
+    wall: float
+    cpu: float
+
+
+def timed(action: Callable[[], object]) -> Timing:
+    wall, cpu = time.perf_counter(), time.process_time()
+    action()
+    return Timing(time.perf_counter() - wall, time.process_time() - cpu)
+
+
+def median_timing(timings: list[Timing]) -> Timing:
+    return Timing(
+        statistics.median(t.wall for t in timings), statistics.median(t.cpu for t in timings)
+    )
+
+
+def _job(index: int) -> GenerateInput:
+    return GenerateInput(prompt=f"{PROMPT} {index}", width=SIZE, height=SIZE, seed=index)
+
+
+def run(options: Options) -> Section:
+    from models.testing import build_tiny_models
+
+    repetitions = options.scaled(7, 2)
+    work = options.work_dir / "diffusion"
+    registry = build_tiny_models(work / "models", generate_steps=STEPS)
+    os.environ["SFUMATO_MODELS_FILE"] = str(registry)
+    settings = Settings(
+        data_dir=work / "data", pipelines=DIFFUSION_GENERATE, config_file=_config_file()
+    )
+    services = Services.from_settings(settings)
+    services.prepare()
+    pipelines = PipelineRegistry(settings.pipeline_overrides())
+    pipeline = pipelines.get("generate")
+    device = pipeline.cache.device
+    if device == "cpu":
+        import torch
+
+        torch.set_num_threads(1)  # spinning OpenMP threads on a shared machine blur the times
+
+    throughput = Table(
+        [
+            "jobs per call",
+            "call, wall (median)",
+            "images per second",
+            "call, CPU time",
+            "vs one job",
+        ]
+    )
+    single = 0.0
+    for size in BATCH_SIZES:
+        batch = [_job(index) for index in range(size)]
+        controls = [_NoControl() for _ in batch]
+        pipeline.run_batch(batch, controls)  # warm-up: the CPU kernels are set up per shape
+        call = partial(pipeline.run_batch, batch, controls)
+        timing = median_timing([timed(call) for _ in range(repetitions)])
+        single = single or timing.wall
+        throughput.add(
+            size,
+            f"{timing.wall:.3f} s",
+            f"{size / timing.wall:.2f}",
+            f"{timing.cpu:.3f} s",
+            f"{single * size / timing.wall:.2f}x",
+        )
+
+    pairs = _worker_against_direct(services, pipelines, repetitions)
+    direct = median_timing([pair[0] for pair in pairs])
+    worker = median_timing([pair[1] for pair in pairs])
+    # Paired differences: each job's worker run against the direct run right after it.
+    wall = statistics.median(w.wall - d.wall for d, w in pairs)
+    cpu = statistics.median(w.cpu - d.cpu for d, w in pairs)
+    image = pipeline.run(_job(1), _NoControl()).images[0]
+    png = median_timing(
+        [timed(lambda: image.save(io.BytesIO(), format="PNG", compress_level=3)) for _ in "abc"]
+    )
+    path = Table(["path", "wall (median)", "CPU time (median)", "runs"])
+    path.add("pipeline `run()` alone", f"{direct.wall:.3f} s", f"{direct.cpu:.3f} s", len(pairs))
+    path.add("worker `JobRunner.run`", f"{worker.wall:.3f} s", f"{worker.cpu:.3f} s", len(pairs))
+    path.add(
+        "overhead (median of paired differences)",
+        f"{ms(wall)} ({wall / direct.wall:.1%})",
+        f"{ms(cpu)} ({cpu / direct.cpu:.1%})",
+        "",
+    )
+    path.add("of which PNG encoding (1K of noise)", ms(png.wall), ms(png.cpu), "")
+    rest_wall, rest_cpu = wall - png.wall, cpu - png.cpu
+    path.add(
+        "the rest: claim, lease, batch window, database",
+        f"{ms(rest_wall)} ({rest_wall / direct.wall:.1%})",
+        f"{ms(rest_cpu)} ({rest_cpu / direct.cpu:.1%})",
+        "",
+    )
+    services.db.dispose()
+    share = wall / direct.wall
+    return Section(
+        "diffusion",
+        METHOD + f"\n\nDevice: {device}.",
+        [throughput, path],
+        [
+            f"worker-path overhead {ms(wall)}, {share:.1%} of a {direct.wall:.2f} s call on "
+            f"{device}: goal under {GOAL_OVERHEAD:.0%} {verdict(share < GOAL_OVERHEAD)}. "
+            f"{ms(png.wall)} of it is encoding the PNG (the same on any device; a real "
+            f"picture compresses faster than this noise), {ms(rest_wall)} the rest "
+            f"({rest_wall / direct.wall:.1%}).",
+            "Batching on the CPU buys little (the CPU is already busy with one image); the "
+            "point of batches is a GPU, where this table is to be measured with `--device cuda`.",
+        ],
+    )
+
+
+def worker_runner(
+    services: Services, pipelines: PipelineRegistry, email: str
+) -> tuple[JobRunner, Caller]:
+    """A job runner as a worker builds it, and a caller (a fresh account) to create jobs as."""
+    from workers.celery_app import make_celery
+    from workers.dispatch import Dispatcher
+
+    runner = JobRunner(services, pipelines, Dispatcher(services, make_celery(services.settings)))
+    accounts.create_account(services.db, email, "pro", 1_000_000)
+    key = accounts.create_key(services.db, email, "bench", None).plaintext
+    caller = accounts.authenticate(services.db, key)
+    assert caller is not None
+    return runner, caller
+
+
+def _worker_against_direct(
+    services: Services, pipelines: PipelineRegistry, repetitions: int
+) -> list[tuple[Timing, Timing]]:
+    """(direct, worker) timings of the same job, the first pair (a warm-up) left out."""
+    from core.models import Job
+
+    runner, caller = worker_runner(services, pipelines, "bench@diffusion.local")
+    pipeline = pipelines.get("generate")
+    pairs: list[tuple[Timing, Timing]] = []
+    for index in range(repetitions + 1):
+        job_input = _job(100 + index)
+        job, _ = jobs_service.create(
+            services.db,
+            caller,
+            jobs_service.NewJob(
+                type="image.generate",
+                operation="generate",
+                queue="image",
+                inputs={
+                    "prompt": job_input.prompt,
+                    "width": SIZE,
+                    "height": SIZE,
+                    "quality": "medium",
+                    "variations": 1,
+                    "references": [],
+                },
+                price=1,
+            ),
+        )
+        worker = timed(partial(runner.run, job.id))
+        with services.db.read() as session:
+            stored = session.get(Job, job.id)
+            assert stored is not None and stored.status == "completed", stored
+        direct = timed(partial(pipeline.run, job_input, _NoControl()))
+        if index:
+            pairs.append((direct, worker))
+    return pairs
+
+
+def _config_file() -> Path:
+    return Path(__file__).with_name("generous.toml")

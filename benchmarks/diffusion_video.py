@@ -1,0 +1,197 @@
+"""`diffusion_video`: the diffusion animate and transition pipelines on the tiny Wan models: where
+a clip's time goes, and what the worker path adds to a direct pipeline call."""
+
+from __future__ import annotations
+
+import io
+import os
+import statistics
+import time
+from collections.abc import Callable
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+from PIL import Image
+
+from benchmarks.diffusion import Timing, median_timing, timed, worker_runner
+from benchmarks.harness import Options
+from benchmarks.report import Section, Table, ms
+from core.jobs import service as jobs_service
+from core.services import Services
+from core.settings import Settings
+from pipelines.base import AnimateInput, TransitionInput
+from pipelines.registry import PipelineRegistry
+
+WIDTH, HEIGHT = 848, 480  # 480p at 16:9
+DIFFUSION_VIDEO = (
+    "animate=pipelines.diffusion.animate:DiffusionAnimate,"
+    "transition=pipelines.diffusion.transition:DiffusionTransition"
+)
+METHOD = f"""
+The real `DiffusionAnimate` and `DiffusionTransition` on the tiny random-weight Wan 2.1 models of
+`models/testing_video.py` (`WanImageToVideoPipeline` as image-to-video and as first-last-frame:
+UMT5 text encoder, CLIP image encoder, Wan transformer and VAE; built at the start into the
+run's directory), 2 denoising steps, 8 fps, at most 9 frames a call, 32-48 px native, on the
+device `SFUMATO_MODEL_DEVICE` names (`--device`). Each clip is {WIDTH}x{HEIGHT} (480p, 16:9),
+with audio. "Model calls" is the time inside the diffusers calls; the rest is the pipeline's
+own work: RIFE retiming to 24 fps (on the CPU), scaling, the soundtrack and x264 encoding.
+Worker path: a 1 s animate job run by `JobRunner.run` in this process (SQLite, local storage):
+claim, lease keeper, reading the image from storage, the pipeline, storing the MP4, completion,
+and the JPEG poster; against the pipeline's `run()` alone on the same input and seed, after a
+warm-up pair, which of the two goes first alternating; median of the paired differences, in wall
+and CPU time. With real models a call takes minutes on a GPU, so the absolute overhead is the
+figure to carry over.
+"""
+
+
+class _Quiet:
+    def progress(self, fraction: float, message: str | None = None) -> None:
+        return None
+
+
+def _still(colour: tuple[int, int, int]) -> Image.Image:
+    return Image.new("RGB", (WIDTH, HEIGHT), colour)
+
+
+def run(options: Options) -> Section:
+    from models.testing_video import build_tiny_video_models
+
+    repetitions = options.scaled(4, 2)
+    work = options.work_dir / "diffusion_video"
+    models = work / "models"
+    models.mkdir(parents=True)
+    registry = models / "models.toml"
+    registry.write_text(build_tiny_video_models(models))
+    os.environ["SFUMATO_MODELS_FILE"] = str(registry)
+    generous = Path(__file__).with_name("generous.toml")
+    settings = Settings(data_dir=work / "data", pipelines=DIFFUSION_VIDEO, config_file=generous)
+    services = Services.from_settings(settings)
+    services.prepare()
+    pipelines = PipelineRegistry(settings.pipeline_overrides())
+    animate, transition = pipelines.get("animate"), pipelines.get("transition")
+    device = animate.model.cache.device
+    if device == "cpu":
+        import torch
+
+        torch.set_num_threads(1)  # as the diffusion benchmark: steadier times on a shared machine
+    model_seconds = _time_model_calls(animate, transition)
+    start, end = _still((200, 60, 40)), _still((30, 60, 200))
+    output = str(work / "clip.mp4")
+    animation = partial(AnimateInput, start, "waves", width=WIDTH, height=HEIGHT)
+    joining = TransitionInput(start, end, "dusk", 6, WIDTH, HEIGHT, output_path=output)
+    cases: list[tuple[str, Callable[[], Any]]] = [
+        ("animate 1 s", partial(animate.run, animation(1, output_path=output), _Quiet())),
+        (
+            "animate 6 s (6 segments)",
+            partial(animate.run, animation(6, output_path=output), _Quiet()),
+        ),
+        ("transition 6 s (stretched)", partial(transition.run, joining, _Quiet())),
+    ]
+    clips = Table(["clip", "total, wall (median)", "model calls", "the rest", "total, CPU time"])
+    for name, case in cases:
+        case()  # warm-up: CPU kernels are prepared per shape
+        totals, models_time = [], []
+        for _ in range(repetitions):
+            model_seconds.clear()
+            totals.append(timed(case))
+            models_time.append(sum(model_seconds))
+        total, model = median_timing(totals), statistics.median(models_time)
+        clips.add(
+            name,
+            f"{total.wall:.2f} s",
+            f"{model:.2f} s",
+            f"{total.wall - model:.2f} s",
+            f"{total.cpu:.2f} s",
+        )
+    pairs = _worker_against_direct(services, pipelines, repetitions)
+    direct = median_timing([pair[0] for pair in pairs])
+    worker = median_timing([pair[1] for pair in pairs])
+    wall = statistics.median(w.wall - d.wall for d, w in pairs)
+    cpu = statistics.median(w.cpu - d.cpu for d, w in pairs)
+    path = Table(["path (1 s animate)", "wall (median)", "CPU time (median)", "runs"])
+    path.add("pipeline `run()` alone", f"{direct.wall:.3f} s", f"{direct.cpu:.3f} s", len(pairs))
+    path.add("worker `JobRunner.run`", f"{worker.wall:.3f} s", f"{worker.cpu:.3f} s", len(pairs))
+    path.add(
+        "overhead (median of paired differences)",
+        f"{ms(wall)} ({wall / direct.wall:.1%})",
+        f"{ms(cpu)} ({cpu / direct.cpu:.1%})",
+        "",
+    )
+    services.db.dispose()
+    return Section(
+        "diffusion_video",
+        METHOD + f"\n\nDevice: {device}.",
+        [clips, path],
+        [
+            f"worker path over a 1 s animate on {device}: {ms(cpu)} of CPU time "
+            f"({cpu / direct.cpu:.1%} of a {direct.cpu:.2f} s call), {ms(wall)} wall; it reads "
+            "the image, stores the MP4 and makes the poster."
+        ],
+    )
+
+
+def _time_model_calls(*pipelines: Any) -> list[float]:
+    """Wrap each pipeline's diffusers call to record its wall time; returns the record."""
+    seconds: list[float] = []
+    for pipeline in pipelines:
+        real = pipeline.model.invoke
+
+        def timed(pipe: Any, arguments: dict[str, Any], real: Any = real) -> Any:
+            started = time.perf_counter()
+            try:
+                return real(pipe, arguments)
+            finally:
+                seconds.append(time.perf_counter() - started)
+
+        pipeline.model.invoke = timed
+    return seconds
+
+
+def _worker_against_direct(
+    services: Services, pipelines: PipelineRegistry, repetitions: int
+) -> list[tuple[Timing, Timing]]:
+    """(direct, worker) timings of the same 1 s animate, the first pair (a warm-up) left out."""
+    from core.models import Job
+
+    runner, caller = worker_runner(services, pipelines, "bench@video.local")
+    image = _still((120, 140, 60))
+    png = io.BytesIO()
+    image.save(png, format="PNG")
+    services.storage.put_bytes("references/bench.png", png.getvalue(), "image/png")
+    animate = pipelines.get("animate")
+    direct_path = str(services.settings.data_dir / "direct.mp4")
+    pairs: list[tuple[Timing, Timing]] = []
+    for index in range(repetitions + 1):
+        inputs = {
+            "image": {"key": "references/bench.png"},
+            "prompt": f"waves {index}",
+            "duration": 1,
+            "width": WIDTH,
+            "height": HEIGHT,
+            "audio": True,
+            "negativePrompt": None,
+        }
+        job, _ = jobs_service.create(
+            services.db,
+            caller,
+            jobs_service.NewJob(
+                type="video.generate", operation="animate", queue="video", inputs=inputs, price=1
+            ),
+        )
+        request = AnimateInput(
+            image, str(inputs["prompt"]), 1, WIDTH, HEIGHT, seed=job.seed, output_path=direct_path
+        )
+        # Alternate which goes first: the second of a pair runs on warmer caches.
+        if index % 2:
+            direct = timed(partial(animate.run, request, _Quiet()))
+            worker = timed(partial(runner.run, job.id))
+        else:
+            worker = timed(partial(runner.run, job.id))
+            direct = timed(partial(animate.run, request, _Quiet()))
+        with services.db.read() as session:
+            stored = session.get(Job, job.id)
+            assert stored is not None and stored.status == "completed", stored
+        if index:
+            pairs.append((direct, worker))
+    return pairs

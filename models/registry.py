@@ -1,0 +1,153 @@
+"""The model registry: which weights, pipeline class and limits serve each operation.
+
+A TOML file (path in `SFUMATO_MODELS_FILE`) with one table per operation:
+
+    [operations.generate]
+    model = "stabilityai/stable-diffusion-xl-base-1.0"   # the model's public id (informative)
+    folder = "sdxl-base"            # its local copy; relative paths start at this file's folder
+    pipeline = "StableDiffusionXLPipeline"   # a diffusers class name (AutoPipeline* too)
+    family = "sdxl"                 # steps and guidance presets: sd15, sdxl, sd3, flux, other
+    dtype = "float16"
+    variant = "fp16"                # which weight files (model.fp16.safetensors); optional
+    scheduler = "EulerDiscreteScheduler"   # optional: replaces the folder's scheduler
+    batch_limit = 4                 # images per pipeline call
+    memory_gb = 9.5                 # what the loaded weights take on the device
+    offload = "none"                # "model" or "sequential": accelerate CPU offload on CUDA
+    [operations.generate.options]   # free-form, read by the operation's pipeline
+    steps = { low = 20, medium = 30, high = 40 }
+    ip_adapter = { folder = "ip-adapter", weight_name = "ip-adapter_sdxl.safetensors" }
+
+A `folder` inside an option table is resolved like the entry's own.
+
+Operations whose entries name the same folder, dtype and variant share one set of weights in
+the cache (text-to-image, image-to-image and inpainting classes made with `from_pipe`).
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import tomllib
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+DTYPES = ("float32", "float16", "bfloat16")
+FAMILIES = ("sd15", "sdxl", "sd3", "flux", "other")
+
+
+class RegistryError(Exception):
+    """The registry file is missing, unreadable or invalid; the message says where and why."""
+
+
+class ModelSpec(BaseModel):
+    """One operation's model, as the registry file gives it (folder resolved to a full path)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    operation: str
+    model: str
+    folder: Path
+    pipeline: str
+    family: Literal["sd15", "sdxl", "sd3", "flux", "other"] = "other"
+    dtype: Literal["float32", "float16", "bfloat16"] = "float16"
+    variant: str | None = None
+    scheduler: str | None = None
+    batch_limit: int = Field(default=1, ge=1, le=64)
+    memory_gb: float = Field(default=0.0, ge=0)
+    offload: Literal["none", "model", "sequential"] = "none"
+    options: dict[str, Any] = Field(default_factory=dict)
+
+    @property
+    def weights_key(self) -> tuple[str, str, str]:
+        """Entries with the same key share one loaded set of weights."""
+        return (str(self.folder), self.dtype, self.variant or "")
+
+    def option(self, name: str, default: Any = None) -> Any:
+        return self.options.get(name, default)
+
+    def __hash__(self) -> int:  # options is a dict; the operation and weights identify a spec
+        return hash((self.operation, self.pipeline, self.weights_key))
+
+
+class ModelRegistry:
+    """The operations a registry file configures, each with its `ModelSpec`."""
+
+    def __init__(self, path: Path, specs: dict[str, ModelSpec]) -> None:
+        self.path = path
+        self._specs = specs
+
+    def operations(self) -> list[str]:
+        return sorted(self._specs)
+
+    def specs(self) -> list[ModelSpec]:
+        return [self._specs[name] for name in self.operations()]
+
+    def has(self, operation: str) -> bool:
+        return operation in self._specs
+
+    def spec(self, operation: str) -> ModelSpec:
+        try:
+            return self._specs[operation]
+        except KeyError:
+            raise RegistryError(
+                f"the model registry {self.path} has no [operations.{operation}] entry"
+            ) from None
+
+
+def load_registry(path: Path) -> ModelRegistry:
+    """Read and validate a registry file; every problem is a `RegistryError` naming the entry."""
+    try:
+        document = tomllib.loads(path.read_text())
+    except FileNotFoundError:
+        raise RegistryError(f"the model registry {path} does not exist") from None
+    except (OSError, tomllib.TOMLDecodeError) as error:
+        raise RegistryError(f"cannot read the model registry {path}: {error}") from None
+    unknown = set(document) - {"operations"}
+    if unknown:
+        raise RegistryError(f"{path}: unknown top-level keys {sorted(unknown)}")
+    operations = document.get("operations", {})
+    if not isinstance(operations, dict) or not operations:
+        raise RegistryError(f"{path}: no [operations.<name>] tables")
+    specs: dict[str, ModelSpec] = {}
+    for name, entry in operations.items():
+        if not isinstance(entry, dict):
+            raise RegistryError(f"{path}: [operations.{name}] must be a table")
+        folder = Path(str(entry.get("folder", "")))
+        if str(folder) and not folder.is_absolute():
+            folder = (path.parent / folder).resolve()
+        for option in entry.get("options", {}).values():
+            if isinstance(option, dict) and "folder" in option:  # e.g. an IP-Adapter's folder
+                option["folder"] = str((path.parent / str(option["folder"])).resolve())
+        try:
+            specs[name] = ModelSpec(**{**entry, "operation": name, "folder": folder})
+        except ValidationError as error:
+            problems = "; ".join(
+                f"{'.'.join(str(part) for part in item['loc'])}: {item['msg']}"
+                for item in error.errors()
+            )
+            raise RegistryError(f"{path}: [operations.{name}] {problems}") from None
+        if not entry.get("folder"):
+            raise RegistryError(f"{path}: [operations.{name}] folder: field required")
+    return ModelRegistry(path, specs)
+
+
+@functools.lru_cache(maxsize=8)
+def cached_registry(path: Path) -> ModelRegistry:
+    """One parsed registry per file and process (pipelines are built with no arguments)."""
+    return load_registry(path)
+
+
+def configured_registry() -> ModelRegistry:
+    """The registry `SFUMATO_MODELS_FILE` names; a clear error when it is not set.
+
+    Read from the environment, not `core.settings`: pipelines and models import nothing of core.
+    """
+    path = os.environ.get("SFUMATO_MODELS_FILE")
+    if not path:
+        raise RegistryError(
+            "the diffusion pipelines need a model registry: set SFUMATO_MODELS_FILE "
+            "(see docs/models.md)"
+        )
+    return cached_registry(Path(path).resolve())

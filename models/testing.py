@@ -1,0 +1,312 @@
+"""Tiny random-weight models of the real classes, for tests and the CPU benchmark.
+
+`build_tiny_models(folder)` saves, with `save_pretrained`, diffusers folders laid out exactly
+as real ones (model_index.json, unet/, vae/, text_encoder/, tokenizer/, scheduler/) and writes
+a registry TOML for them: the real pipeline classes load and run them at 32-64 px in 2 steps on
+the CPU. The tokenizer's vocabulary is generated here (byte-level characters, no merges), so
+nothing is downloaded. The pictures are noise; the code path is the real one.
+
+    sd15/        StableDiffusionPipeline (generate; reframe via from_pipe -> inpainting)
+    ip-adapter/  an IP-Adapter for sd15 (`ip_adapter = { folder = "ip-adapter", ... }`)
+    pix2pix/     StableDiffusionInstructPix2PixPipeline (edit: an 8-channel UNet)
+    upscaler/    StableDiffusionUpscalePipeline (upscale: a 7-channel UNet, x4 VAE)
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+TINY_SIZE = 32  # the UNets' sample size; with a VAE factor 2 the native size is 64 px
+TEXT_WIDTH = 32
+VOCAB_SIZE = 1000
+IP_WEIGHTS = "ip-adapter.safetensors"
+BOS, EOS = "<|startoftext|>", "<|endoftext|>"
+BOS_ID, EOS_ID = 512, 513  # after the 256 bytes, alone and word-final
+
+
+def _byte_characters() -> list[str]:
+    """CLIP's byte-to-unicode table: every byte as one printable character."""
+    printable = (
+        list(range(ord("!"), ord("~") + 1))
+        + list(range(ord("¡"), ord("¬") + 1))
+        + list(range(ord("®"), ord("ÿ") + 1))
+    )
+    characters = printable[:]
+    extra = 0
+    for byte in range(256):
+        if byte not in printable:
+            printable.append(byte)
+            characters.append(256 + extra)
+            extra += 1
+    return [chr(code) for code in characters]
+
+
+def write_tokenizer(folder: Path) -> None:
+    """A CLIP tokenizer whose vocabulary is every byte, alone and word-final, with CLIP's two
+    special tokens last (as in the real vocabulary); no merges, so a word is its letters."""
+    from transformers import CLIPTokenizer
+
+    characters = _byte_characters()
+    tokens = [*characters, *(c + "</w>" for c in characters), BOS, EOS]
+    tokenizer = CLIPTokenizer(
+        vocab={token: index for index, token in enumerate(tokens)},
+        merges=[],
+        model_max_length=32,
+    )
+    tokenizer.save_pretrained(str(folder))
+
+
+def _text_encoder() -> Any:
+    from transformers import CLIPTextConfig, CLIPTextModel
+
+    return CLIPTextModel(
+        CLIPTextConfig(
+            bos_token_id=BOS_ID,
+            eos_token_id=EOS_ID,
+            pad_token_id=EOS_ID,
+            hidden_size=TEXT_WIDTH,
+            intermediate_size=37,
+            num_attention_heads=4,
+            num_hidden_layers=2,
+            max_position_embeddings=32,
+            vocab_size=VOCAB_SIZE,
+        )
+    )
+
+
+def _unet(in_channels: int, **extra: Any) -> Any:
+    from diffusers import UNet2DConditionModel
+
+    config: dict[str, Any] = {
+        "sample_size": TINY_SIZE,
+        "in_channels": in_channels,
+        "out_channels": 4,
+        "layers_per_block": 1,
+        "block_out_channels": (32, 64),
+        "down_block_types": ("DownBlock2D", "CrossAttnDownBlock2D"),
+        "up_block_types": ("CrossAttnUpBlock2D", "UpBlock2D"),
+        "cross_attention_dim": TEXT_WIDTH,
+        "norm_num_groups": 32,
+        "attention_head_dim": 8,
+    }
+    config.update(extra)
+    return UNet2DConditionModel(**config)
+
+
+def _vae(
+    levels: int = 2,
+    scaling_factor: float = 0.18215,
+    attention: bool = True,
+    channels: tuple[int, ...] = (32, 64, 64),
+) -> Any:
+    from diffusers import AutoencoderKL
+
+    channels = channels[:levels]
+    return AutoencoderKL(
+        block_out_channels=channels,
+        in_channels=3,
+        out_channels=3,
+        down_block_types=("DownEncoderBlock2D",) * levels,
+        up_block_types=("UpDecoderBlock2D",) * levels,
+        latent_channels=4,
+        norm_num_groups=min(32, channels[0]),
+        sample_size=TINY_SIZE * 2,
+        scaling_factor=scaling_factor,
+        mid_block_add_attention=attention,
+    )
+
+
+def write_ip_adapter(unet: Any, folder: Path) -> None:
+    """An IP-Adapter for `unet` laid out as the public ones are: `ip-adapter.safetensors`
+    (image projection and the cross-attention processors' extra key/value weights, numbered as
+    diffusers reads them) and `image_encoder/` (a CLIP vision model with projection)."""
+    from diffusers.models.attention_processor import IPAdapterAttnProcessor
+    from diffusers.models.embeddings import ImageProjection
+    from safetensors.torch import save_file
+    from transformers import CLIPVisionConfig, CLIPVisionModelWithProjection
+
+    state: dict[str, Any] = {}
+    key_id = 1
+    widths = unet.config.block_out_channels
+    for name in unet.attn_processors:
+        if name.endswith("attn1.processor"):
+            continue  # self-attention: no image tokens
+        if name.startswith("mid_block"):
+            hidden = widths[-1]
+        elif name.startswith("up_blocks"):
+            hidden = list(reversed(widths))[int(name[len("up_blocks.")])]
+        else:
+            hidden = widths[int(name[len("down_blocks.")])]
+        weights = IPAdapterAttnProcessor(hidden, unet.config.cross_attention_dim).state_dict()
+        state[f"ip_adapter.{key_id}.to_k_ip.weight"] = weights["to_k_ip.0.weight"]
+        state[f"ip_adapter.{key_id}.to_v_ip.weight"] = weights["to_v_ip.0.weight"]
+        key_id += 2
+    projection = ImageProjection(
+        cross_attention_dim=unet.config.cross_attention_dim,
+        image_embed_dim=TEXT_WIDTH,
+        num_image_text_embeds=4,  # what diffusers assumes of a plain IP-Adapter
+    ).state_dict()
+    state["image_proj.proj.weight"] = projection["image_embeds.weight"]
+    state["image_proj.proj.bias"] = projection["image_embeds.bias"]
+    state["image_proj.norm.weight"] = projection["norm.weight"]
+    state["image_proj.norm.bias"] = projection["norm.bias"]
+    folder.mkdir(parents=True, exist_ok=True)
+    save_file({key: value.contiguous() for key, value in state.items()}, folder / IP_WEIGHTS)
+    CLIPVisionModelWithProjection(
+        CLIPVisionConfig(
+            hidden_size=TEXT_WIDTH,
+            projection_dim=TEXT_WIDTH,
+            num_hidden_layers=2,
+            num_attention_heads=4,
+            intermediate_size=37,
+            image_size=32,
+            patch_size=8,
+        )
+    ).save_pretrained(str(folder / "image_encoder"))
+
+
+def _save(pipeline: Any, folder: Path) -> None:
+    pipeline.save_pretrained(str(folder), safe_serialization=True)
+
+
+def build_tiny_models(folder: Path, generate_steps: int = 2) -> Path:
+    """Save the tiny models under `folder` and return the registry file written beside them;
+    `generate_steps` are the steps of a generate at low and medium quality."""
+    import torch
+    from diffusers import (
+        DDIMScheduler,
+        DDPMScheduler,
+        EulerAncestralDiscreteScheduler,
+        StableDiffusionInstructPix2PixPipeline,
+        StableDiffusionPipeline,
+        StableDiffusionUpscalePipeline,
+    )
+    from transformers import CLIPTokenizer
+
+    folder.mkdir(parents=True, exist_ok=True)
+    write_tokenizer(folder / "tokenizer")
+    tokenizer = CLIPTokenizer.from_pretrained(str(folder / "tokenizer"))
+    scheduler_config = {
+        "beta_start": 0.00085,
+        "beta_end": 0.012,
+        "beta_schedule": "scaled_linear",
+        "num_train_timesteps": 1000,
+    }
+    torch.manual_seed(0)
+    unet = _unet(4)
+    _save(
+        StableDiffusionPipeline(
+            vae=_vae(),
+            text_encoder=_text_encoder(),
+            tokenizer=tokenizer,
+            unet=unet,
+            scheduler=DDIMScheduler(
+                **scheduler_config, clip_sample=False, set_alpha_to_one=False, steps_offset=1
+            ),
+            safety_checker=None,
+            feature_extractor=None,
+            requires_safety_checker=False,
+        ),
+        folder / "sd15",
+    )
+    write_ip_adapter(unet, folder / "ip-adapter")
+    torch.manual_seed(1)
+    _save(
+        StableDiffusionInstructPix2PixPipeline(
+            vae=_vae(),
+            text_encoder=_text_encoder(),
+            tokenizer=tokenizer,
+            unet=_unet(8),
+            scheduler=EulerAncestralDiscreteScheduler(**scheduler_config),
+            safety_checker=None,
+            feature_extractor=None,
+            requires_safety_checker=False,
+        ),
+        folder / "pix2pix",
+    )
+    torch.manual_seed(2)
+    _save(
+        StableDiffusionUpscalePipeline(
+            # Without attention either: the VAE's middle block would attend over 128x128 tokens.
+            vae=_vae(levels=3, scaling_factor=0.08333, attention=False, channels=(8, 8, 8)),
+            text_encoder=_text_encoder(),
+            tokenizer=tokenizer,
+            # No attention: the upscaler's UNet runs at the input's full size (128 px tiles).
+            unet=_unet(
+                7,
+                num_class_embeds=1000,
+                down_block_types=("DownBlock2D", "DownBlock2D"),
+                up_block_types=("UpBlock2D", "UpBlock2D"),
+                mid_block_type="UNetMidBlock2D",
+                block_out_channels=(8, 16),
+                norm_num_groups=8,
+            ),
+            low_res_scheduler=DDPMScheduler(),
+            scheduler=DDIMScheduler(prediction_type="v_prediction"),
+            max_noise_level=350,
+        ),
+        folder / "upscaler",
+    )
+    registry = folder / "models.toml"
+    registry.write_text(
+        TINY_REGISTRY.replace(
+            "low = 2, medium = 2", f"low = {generate_steps}, medium = {generate_steps}"
+        )
+    )
+    return registry
+
+
+# Two steps (12 for a generate at high quality: a job long enough to cancel mid-steps); one
+# set of weights serves generate and reframe (from_pipe).
+TINY_REGISTRY = """\
+[operations.generate]
+model = "sfumato/tiny-sd15"
+folder = "sd15"
+pipeline = "StableDiffusionPipeline"
+family = "sd15"
+dtype = "float32"
+batch_limit = 4
+memory_gb = 1.0
+[operations.generate.options]
+steps = { low = 2, medium = 2, high = 12 }
+resolution = 64
+
+[operations.reframe]
+model = "sfumato/tiny-sd15"
+folder = "sd15"
+pipeline = "StableDiffusionPipeline"
+family = "sd15"
+dtype = "float32"
+batch_limit = 4
+memory_gb = 1.0
+[operations.reframe.options]
+steps = 2
+resolution = 64
+
+[operations.edit]
+model = "sfumato/tiny-pix2pix"
+folder = "pix2pix"
+pipeline = "StableDiffusionInstructPix2PixPipeline"
+family = "sd15"
+dtype = "float32"
+batch_limit = 4
+memory_gb = 1.0
+[operations.edit.options]
+steps = 2
+resolution = 64
+
+[operations.upscale]
+model = "sfumato/tiny-upscaler"
+folder = "upscaler"
+pipeline = "StableDiffusionUpscalePipeline"
+family = "sd15"
+dtype = "float32"
+batch_limit = 4
+memory_gb = 1.0
+[operations.upscale.options]
+steps = 1
+guidance = 1.0
+tile = 128
+overlap = 16
+"""

@@ -1,0 +1,1 @@
+"""Diffusion pipelines on diffusers models (the GPU inference core); models from models/."""

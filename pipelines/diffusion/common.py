@@ -1,0 +1,362 @@
+"""What every diffusion pipeline shares: batched calls, progress and cancel, OOM, sizes, seeds.
+
+A job becomes one or more *slots* (one image each: a prompt, a seed, maybe an input image and a
+mask); the slots of compatible jobs run as one diffusers call with lists (prompt[i],
+generator[i], image[i]), which is what `num_images_per_prompt` does for one prompt, generalised
+so a batch can mix jobs and be split anywhere when the GPU runs out of memory.
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+import math
+from collections.abc import Callable, Hashable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Generic, TypeVar
+
+from PIL import Image
+
+from models.cache import ModelCache, shared_cache
+from models.registry import ModelSpec, configured_registry
+from pipelines.base import Cancelled, ImageOutput, JobControl, StyleHints
+
+log = logging.getLogger(__name__)
+
+InputT = TypeVar("InputT")
+
+# Steps and guidance per model family and quality; the registry's `steps` / `guidance` options
+# (a number, or a table by quality) replace them for one entry.
+PRESETS: dict[str, dict[str, tuple[int, float]]] = {
+    "sd15": {"low": (20, 7.0), "medium": (30, 7.5), "high": (50, 7.5)},
+    "sdxl": {"low": (20, 5.0), "medium": (30, 6.0), "high": (40, 7.0)},
+    "sd3": {"low": (20, 4.5), "medium": (28, 5.0), "high": (40, 5.5)},
+    "flux": {"low": (20, 3.5), "medium": (28, 3.5), "high": (40, 3.5)},
+    "other": {"low": (20, 5.0), "medium": (30, 6.0), "high": (40, 7.0)},
+}
+# The side of the square whose area each family was trained at.
+NATIVE_SIDE = {"sd15": 512, "sdxl": 1024, "sd3": 1024, "flux": 1024, "other": 512}
+
+
+# Arguments the operations pass where the class takes them; other families' classes lack some
+# (FLUX has no image_guidance_scale, FLUX Fill no strength) and are called without them.
+OPTIONAL_ARGUMENTS = {"strength", "image_guidance_scale", "guidance_scale", "noise_level"}
+
+
+class OutOfDeviceMemory(MemoryError):
+    """The GPU ran out of memory even after the batch was split in half."""
+
+
+@dataclass
+class Slot:
+    """One image of a pipeline call, and which member (job) of the batch it belongs to."""
+
+    member: int
+    prompt: str
+    seed: int
+    image: Image.Image | None = None
+    mask: Image.Image | None = None
+    # The image an IP-Adapter conditions this slot on (only when the weights have one).
+    reference: Image.Image | None = None
+
+
+@dataclass
+class Call:
+    """One batched pipeline call: the cache task, arguments shared by all slots, the slots."""
+
+    task: str | None
+    arguments: dict[str, Any]
+    slots: list[Slot] = field(default_factory=list)
+
+
+def quality_settings(spec: ModelSpec, quality: str = "medium") -> tuple[int, float]:
+    """Steps and guidance for this entry and quality."""
+    steps, guidance = PRESETS[spec.family].get(quality, PRESETS[spec.family]["medium"])
+
+    def pick(name: str, default: float) -> float:
+        value = spec.option(name)
+        if isinstance(value, dict):
+            return float(value.get(quality, default))
+        return default if value is None else float(value)
+
+    return int(pick("steps", steps)), pick("guidance", guidance)
+
+
+def native_size(spec: ModelSpec, width: int, height: int, multiple: int) -> tuple[int, int]:
+    """The size nearest the model's training area with the requested aspect ratio, in multiples
+    of the VAE (and patch) factor; the result is resized exactly to the contract's size after."""
+    side = int(spec.option("resolution", NATIVE_SIDE[spec.family]))
+    aspect = width / height
+    native_width = math.sqrt(side * side * aspect)
+    native_height = native_width / aspect
+    return (
+        max(multiple, round(native_width / multiple) * multiple),
+        max(multiple, round(native_height / multiple) * multiple),
+    )
+
+
+def size_multiple(pipe: Any) -> int:
+    """What a generated size must be a multiple of: the VAE factor times a transformer's patch
+    (and never less than 8, which the Stable Diffusion pipelines check whatever their VAE)."""
+    factor = int(getattr(pipe, "vae_scale_factor", 8))
+    model = getattr(pipe, "transformer", None)
+    patch = getattr(getattr(model, "config", None), "patch_size", None) or 1
+    return max(8, factor * int(patch))
+
+
+def style_prompt(prompt: str, style: StyleHints | None) -> str:
+    """The prompt enriched with a brand style's aesthetic, tone and palette, in words."""
+    if style is None:
+        return prompt
+    from pipelines.builtin.generate import parse_hex_colour
+    from pipelines.builtin.vocabulary import COLOURS
+
+    colours = []
+    for text in style.palette:
+        rgb = parse_hex_colour(text)
+        if rgb is not None:
+            colours.append(min(COLOURS, key=lambda name: _distance(COLOURS[name], rgb)))
+    parts = [prompt]
+    if style.aesthetic:
+        parts.append(style.aesthetic)
+    if style.tone:
+        parts.append(f"{', '.join(style.tone)} mood")
+    if colours:
+        parts.append(f"colour palette of {', '.join(dict.fromkeys(colours))}")
+    return ", ".join(parts)
+
+
+def _distance(first: Sequence[float], second: Sequence[float]) -> float:
+    return sum((a - b) ** 2 for a, b in zip(first, second, strict=True))
+
+
+def palette_image(palette: Sequence[str], width: int, height: int, seed: int) -> Image.Image:
+    """Soft diagonal bands of the palette's colours with a little noise: an init image that
+    leads image-to-image towards the brand's colours without drawing anything."""
+    import numpy as np
+
+    from pipelines.builtin.generate import parse_hex_colour
+
+    colours = [c for c in map(parse_hex_colour, palette) if c] or [(0.5, 0.5, 0.5)]
+    rng = np.random.default_rng(seed)
+    y, x = np.mgrid[0:height, 0:width].astype(np.float32)
+    position = (x / max(width, 1) + y / max(height, 1)) / 2 * (len(colours) - 1)
+    low = np.floor(position).astype(int)
+    high = np.minimum(low + 1, len(colours) - 1)
+    blend = (position - low)[..., None]
+    table = np.array(colours, np.float32)
+    canvas = table[low] * (1 - blend) + table[high] * blend
+    canvas += rng.normal(0, 0.04, canvas.shape).astype(np.float32)
+    return Image.fromarray((np.clip(canvas, 0, 1) * 255).astype(np.uint8))
+
+
+def generator_for(seed: int, device: str) -> Any:
+    """A generator seeded for one image: the same seed gives the same latents, batched or not."""
+    import torch
+
+    return torch.Generator(device="cpu" if device.startswith("mps") else device).manual_seed(
+        seed % 2**63
+    )
+
+
+class BatchProgress:
+    """Progress of one pipeline call spread to its members; a cancelled member is dropped.
+
+    `report` calls each live member's `progress`; one that raises `Cancelled` is marked dropped
+    (its images are thrown away, the others go on). Only when every member is gone does the
+    call itself stop, by raising `Cancelled` out of the diffusers callback.
+    """
+
+    def __init__(self, controls: Sequence[JobControl]) -> None:
+        self.controls = list(controls)
+        self.dropped: set[int] = set()
+        self._span = (0.0, 1.0)
+
+    def within(self, start: float, stop: float) -> None:
+        """Map the next call's own progress [0, 1] to [start, stop] of the jobs' progress."""
+        self._span = (start, stop)
+
+    def report(self, fraction: float, message: str | None = None) -> None:
+        start, stop = self._span
+        overall = start + (stop - start) * fraction
+        for index, control in enumerate(self.controls):
+            if index in self.dropped:
+                continue
+            try:
+                control.progress(overall * 0.9, message)  # the last 10 % is storing
+            except Cancelled:
+                log.info("member %d of a batch was cancelled; dropping it", index)
+                self.dropped.add(index)
+        if len(self.dropped) == len(self.controls):
+            raise Cancelled()
+
+
+def _is_out_of_memory(error: BaseException) -> bool:
+    import torch
+
+    return isinstance(error, torch.cuda.OutOfMemoryError)
+
+
+def _free_memory() -> None:
+    import gc
+
+    import torch
+
+    gc.collect()
+    if torch.cuda.is_available():
+        torch.cuda.empty_cache()
+
+
+class DiffusionPipeline(Generic[InputT]):
+    """Base of the diffusion pipelines: reads the operation's registry entry, loads it at
+    construction (a missing model fails the worker's start, not the first job), and runs
+    batched calls with progress, cancel and the OOM fallback."""
+
+    operation: str
+
+    def __init__(self, spec: ModelSpec | None = None, cache: ModelCache | None = None) -> None:
+        self.spec = spec or configured_registry().spec(self.operation)
+        self.cache = cache or shared_cache()
+        self.cache.ensure(self.spec, self.tasks())
+        # Called with the number of images of every pipeline call (metrics, benchmarks, tests).
+        self.call_listeners: list[Callable[[int], None]] = []
+
+    def tasks(self) -> tuple[str | None, ...]:
+        """The cache tasks (models/cache.py) this operation asks for; loaded at start-up."""
+        return (None,)
+
+    # --- batching (workers/batching.py) --------------------------------------------------
+
+    def batch_key(self, inputs: InputT) -> Hashable | None:
+        """Jobs with equal keys may share one call; None: this job runs alone."""
+        return None
+
+    def batch_weight(self, inputs: InputT) -> int:
+        """How many images this job adds to a call."""
+        return 1
+
+    def batch_capacity(self) -> int:
+        return self.spec.batch_limit
+
+    def run(self, inputs: InputT, control: JobControl) -> ImageOutput:
+        result = self.run_batch([inputs], [control])[0]
+        if isinstance(result, BaseException):
+            raise result
+        return result
+
+    def run_batch(
+        self, inputs: Sequence[InputT], controls: Sequence[JobControl]
+    ) -> list[ImageOutput | BaseException]:
+        """One output (or the exception that ended it) per member, in order."""
+        progress = BatchProgress(controls)
+        progress.report(0.0, "starting")
+        outputs = self.execute(list(inputs), progress)
+        return [
+            Cancelled() if index in progress.dropped else output
+            for index, output in enumerate(outputs)
+        ]
+
+    def execute(self, inputs: list[InputT], progress: BatchProgress) -> list[ImageOutput]:
+        raise NotImplementedError
+
+    # --- calls ---------------------------------------------------------------------------
+
+    def run_call(self, call: Call, progress: BatchProgress) -> list[Image.Image]:
+        """The slots' images, in order. On a CUDA out-of-memory error the cache is emptied
+        and the call retried once as two halves; a second one fails the call."""
+        try:
+            return self._attempt(call, call.slots, progress)
+        except Exception as error:
+            if not _is_out_of_memory(error):
+                raise
+            log.warning("out of GPU memory with %d images; retrying in halves", len(call.slots))
+        _free_memory()
+        if len(call.slots) == 1:
+            raise OutOfDeviceMemory("one image does not fit in the GPU's memory")
+        middle = len(call.slots) // 2
+        images: list[Image.Image] = []
+        try:
+            for half in (call.slots[:middle], call.slots[middle:]):
+                images.extend(self._attempt(call, half, progress))
+        except Exception as error:
+            if not _is_out_of_memory(error):
+                raise
+            _free_memory()
+            raise OutOfDeviceMemory(
+                f"out of GPU memory even at half batch ({middle} images)"
+            ) from error
+        return images
+
+    def _attempt(self, call: Call, slots: list[Slot], progress: BatchProgress) -> list[Image.Image]:
+        with self.cache.pipeline_for(self.spec, call.task) as pipe:
+            arguments = dict(call.arguments)
+            arguments["prompt"] = [slot.prompt for slot in slots]
+            arguments["generator"] = [generator_for(slot.seed, self.cache.device) for slot in slots]
+            if any(slot.image is not None for slot in slots):
+                arguments["image"] = [slot.image for slot in slots]
+            if any(slot.mask is not None for slot in slots):
+                arguments["mask_image"] = [slot.mask for slot in slots]
+            if has_ip_adapter(pipe):
+                arguments["ip_adapter_image_embeds"] = self._ip_adapter_embeds(
+                    pipe, slots, float(arguments.get("guidance_scale", 1.0)) > 1
+                )
+            steps = int(arguments.get("num_inference_steps", 1))
+
+            def on_step_end(
+                pipeline: Any, step: int, _timestep: Any, tensors: dict[str, Any]
+            ) -> dict[str, Any]:
+                total = int(getattr(pipeline, "num_timesteps", 0) or steps)
+                progress.report((step + 1) / max(total, 1), "denoising")
+                return tensors
+
+            def on_step(step: int, _timestep: Any, _latents: Any) -> None:
+                progress.report((step + 1) / max(steps, 1), "denoising")
+
+            accepted = inspect.signature(pipe.__call__).parameters
+            for name in OPTIONAL_ARGUMENTS & set(arguments) - set(accepted):
+                del arguments[name]  # e.g. FLUX Fill has no strength: the class decides
+            if "callback_on_step_end" in accepted:
+                arguments["callback_on_step_end"] = on_step_end
+            else:  # older pipelines (the x4 upscaler) have only the per-step callback
+                arguments |= {"callback": on_step, "callback_steps": 1}
+            for listener in self.call_listeners:
+                listener(len(slots))
+            return list(self.invoke(pipe, arguments).images)
+
+    def _ip_adapter_embeds(self, pipe: Any, slots: list[Slot], guidance: bool) -> list[Any]:
+        """Image embeddings for weights with an IP-Adapter: of the call's reference (diffusers
+        repeats one image's embeddings over the batch, so a call has one reference: jobs with
+        one run alone), or of a grey image at scale 0 for a call without one (the shared UNet
+        wants image embeddings in every call once an adapter is loaded)."""
+        import torch
+
+        references = {id(slot.reference): slot.reference for slot in slots}
+        if len(references) > 1:
+            raise ValueError("an IP-Adapter call takes one reference image for all its slots")
+        reference = next(iter(references.values()))
+        adapter = self.spec.option("ip_adapter") or {}
+        pipe.set_ip_adapter_scale(float(adapter.get("scale", 0.6)) if reference else 0.0)
+        image = reference or Image.new("RGB", (224, 224), (128, 128, 128))
+        with torch.no_grad():
+            return list(
+                pipe.prepare_ip_adapter_image_embeds(
+                    [image], None, pipe._execution_device, 1, guidance
+                )
+            )
+
+    def invoke(self, pipe: Any, arguments: dict[str, Any]) -> Any:
+        """The diffusers call itself (tests override it to simulate running out of memory)."""
+        return pipe(**arguments)
+
+
+def has_ip_adapter(pipe: Any) -> bool:
+    """Whether an IP-Adapter is loaded into these weights' UNet."""
+    unet = getattr(pipe, "unet", None)
+    return getattr(getattr(unet, "config", None), "encoder_hid_dim_type", None) == "ip_image_proj"
+
+
+def exact_size(image: Image.Image, width: int, height: int) -> Image.Image:
+    """Resize to the contract's exact size (the model worked at its native size)."""
+    if image.size == (width, height):
+        return image
+    return image.convert("RGB").resize((width, height), Image.Resampling.LANCZOS)

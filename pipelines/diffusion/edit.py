@@ -1,0 +1,82 @@
+"""Edit an image as a prompt instructs, with a diffusers model.
+
+With an instruction-edit class in the registry's `edit` entry (InstructPix2Pix, FLUX Kontext,
+Qwen-Image-Edit) the source and the instruction go to it as they are; with any other class the
+edit is image-to-image from the source (`AutoPipelineForImage2Image` made from its weights) at
+`strength` (default 0.6), so the picture changes as much as the prompt asks, no more. The model
+works at its native area with the source's aspect ratio; the result has the source's size.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable
+
+from PIL import Image
+
+from pipelines.base import EditInput, ImageOutput
+from pipelines.builtin.framing import cover
+from pipelines.diffusion.common import (
+    BatchProgress,
+    Call,
+    DiffusionPipeline,
+    Slot,
+    exact_size,
+    native_size,
+    quality_settings,
+    size_multiple,
+    style_prompt,
+)
+
+INSTRUCTION_CLASSES = ("InstructPix2Pix", "Kontext", "QwenImageEdit")
+
+
+class DiffusionEdit(DiffusionPipeline[EditInput]):
+    operation = "edit"
+
+    @property
+    def instruction(self) -> bool:
+        """Whether the entry's class edits by instruction (else: image-to-image)."""
+        return self.spec.option("mode") == "instruction" or any(
+            name in self.spec.pipeline for name in INSTRUCTION_CLASSES
+        )
+
+    def tasks(self) -> tuple[str | None, ...]:
+        return (None,) if self.instruction else ("image-to-image",)
+
+    def batch_key(self, inputs: EditInput) -> Hashable:
+        return inputs.source.size
+
+    def execute(self, inputs: list[EditInput], progress: BatchProgress) -> list[ImageOutput]:
+        steps, guidance = quality_settings(self.spec)
+        task = self.tasks()[0]
+        with self.cache.pipeline_for(self.spec, task) as pipe:
+            multiple = size_multiple(pipe)
+        source_width, source_height = inputs[0].source.size
+        width, height = native_size(self.spec, source_width, source_height, multiple)
+        arguments: dict[str, object] = {"num_inference_steps": steps, "guidance_scale": guidance}
+        if self.instruction:
+            arguments["image_guidance_scale"] = float(self.spec.option("image_guidance", 1.5))
+            if "InstructPix2Pix" not in self.spec.pipeline:
+                arguments.pop("image_guidance_scale")
+                arguments |= {"width": width, "height": height}
+        else:
+            arguments["strength"] = float(self.spec.option("strength", 0.6))
+        call = Call(task, arguments)
+        for member, job in enumerate(inputs):
+            source = _fitted(job, width, height)
+            call.slots.append(Slot(member, style_prompt(job.prompt, job.style), job.seed, source))
+        images = self.run_call(call, progress)
+        how = (
+            "instruction edit" if self.instruction else f"image-to-image at {arguments['strength']}"
+        )
+        outputs = []
+        for job, image in zip(inputs, images, strict=True):
+            notes = [f"{self.spec.model}: {how}, {steps} steps at {width}x{height}"]
+            if job.references:
+                notes.append("reference images are not used by the diffusion edit")
+            outputs.append(ImageOutput(images=[exact_size(image, *job.source.size)], notes=notes))
+        return outputs
+
+
+def _fitted(job: EditInput, width: int, height: int) -> Image.Image:
+    return Image.fromarray(cover(job.source, width, height))

@@ -1,0 +1,387 @@
+"""What the two diffusion video pipelines share: geometry, segments, the model call, retiming.
+
+A video model makes clips of its own shape: a frame rate (Wan 2.1: 16 fps), a frame-count rule
+(`frame_multiple * k + 1`: its VAE packs `frame_multiple` frames into one latent after the first),
+a longest clip (`max_frames`, Wan 2.1: 81) and sizes of about one pixel area (Wan 2.1 480P:
+480 x 832, the registry's `resolution` 632, the side of a square of that area) in multiples of
+its VAE factor times its patch size (16). The contract wants
+`round(24 * duration)` frames at 24 fps at an exact size. So:
+
+- the model runs at the size of its area nearest the requested aspect ratio (`native_size`), and
+  every frame is then scaled (and centre-cropped by at most a rounding) to the exact size;
+- it makes as many frames as the duration needs at its own rate, rounded up to its rule; a clip
+  longer than `max_frames` is made in segments (`plan_segments`), each starting from the last
+  frame of the one before (animate); a transition, one motion between two fixed frames, is made
+  at `max_frames` and stretched;
+- the clip is retimed to 24 fps with the builtin RIFE interpolation (`write_clip`): an
+  output frame that falls between two model frames is an in-between of them; animate keeps the
+  model's timing, a transition spreads its frames over the whole duration so it ends on the end
+  frame. Frames stream to the builtin MP4 writer with the builtin soundtrack.
+
+The model call reports progress and checks for cancellation after every denoising step
+(`callback_on_step_end`), draws its noise from a `torch.Generator` seeded by the job, and on a
+device out-of-memory error frees the cache and retries once before failing with a clear message.
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+import math
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+from PIL import Image
+
+from models.cache import ModelCache, shared_cache
+from models.registry import ModelSpec, configured_registry
+from pipelines.base import JobControl, VideoOutput
+from pipelines.builtin import rife
+from pipelines.builtin.framing import cover
+from pipelines.builtin.mp4 import FPS, Mp4Writer, audio_samples_for, frame_count_for
+from pipelines.builtin.soundtrack import compose_soundtrack
+from pipelines.diffusion.common import (
+    OutOfDeviceMemory,
+    _free_memory,
+    _is_out_of_memory,
+    generator_for,
+    native_size,
+)
+
+log = logging.getLogger(__name__)
+
+Frame = NDArray[np.uint8]  # (height, width, 3) RGB
+
+GENERATION_SHARE = 0.8  # of the progress, for the denoising steps; the rest is retime + encode
+PROGRESS_SHARE = 0.9  # the worker reports "storing" at 0.95
+# An output instant this close to a model frame shows that frame rather than an in-between.
+SNAP = 0.02
+FRAMES_PER_BATCH = 4  # in-betweens per RIFE call (as the builtin transition)
+
+
+@dataclass(frozen=True)
+class VideoGeometry:
+    """The clip shapes a video model makes (see the module docstring)."""
+
+    fps: float
+    max_frames: int
+    frame_multiple: int
+    size_multiple: int
+
+    def frames_for(self, seconds: float) -> int:
+        """Frames covering `seconds` at the model's rate, rounded up to its rule, at least one
+        step past the first frame."""
+        steps = max(1, math.ceil(seconds * self.fps / self.frame_multiple - 1e-9))
+        return steps * self.frame_multiple + 1
+
+
+@dataclass(frozen=True)
+class ClipPlan:
+    """One requested clip in the contract's terms and in the model's."""
+
+    frame_count: int  # output frames, at 24 fps
+    seconds: float  # the clip's real length
+    native: tuple[int, int]  # the size the model makes
+    model_frames: int  # frames at the model's rate covering `seconds` (before `max_frames`)
+
+
+# Sizes some pipeline classes insist on in `check_inputs`, whatever their VAE's factor.
+CLASS_SIZE_MULTIPLE = {"WanImageToVideoPipeline": 16, "LTXImageToVideoPipeline": 32}
+
+
+def geometry_for(spec: ModelSpec, pipe: Any) -> VideoGeometry:
+    """The registry's options, with the frame and size factors read from the loaded pipeline
+    where the options leave them out (Wan and LTX name them differently)."""
+    temporal = getattr(pipe, "vae_scale_factor_temporal", None) or getattr(
+        pipe, "vae_temporal_compression_ratio", None
+    )
+    spatial = getattr(pipe, "vae_scale_factor_spatial", None) or getattr(
+        pipe, "vae_spatial_compression_ratio", None
+    )
+    patch = _spatial_patch(pipe)
+    frame_multiple = int(spec.option("frame_multiple", temporal or 4))
+    factor = math.lcm((spatial or 8) * patch, CLASS_SIZE_MULTIPLE.get(type(pipe).__name__, 1))
+    size_multiple = int(spec.option("size_multiple", factor))
+    max_frames = int(spec.option("max_frames", 81))
+    if (max_frames - 1) % frame_multiple:
+        raise ValueError(
+            f"{spec.operation}: max_frames {max_frames} is not {frame_multiple}k+1 "
+            "(the model's frame-count rule)"
+        )
+    return VideoGeometry(
+        fps=float(spec.option("fps", 16)),
+        max_frames=max_frames,
+        frame_multiple=frame_multiple,
+        size_multiple=size_multiple,
+    )
+
+
+def _spatial_patch(pipe: Any) -> int:
+    transformer = getattr(pipe, "transformer", None)
+    config = getattr(transformer, "config", None)
+    patch = getattr(config, "patch_size", None)
+    if isinstance(patch, list | tuple):
+        return int(patch[-1])
+    return int(patch or 1)
+
+
+def plan_segments(total_frames: int, max_frames: int, frame_multiple: int) -> list[int]:
+    """Frame counts of the segments of a clip of `total_frames` when one call makes at most
+    `max_frames`: each segment after the first starts on the last frame of the one before, so
+    the clip has `sum(segments) - (len(segments) - 1)` frames (at least `total_frames`)."""
+    if total_frames <= max_frames:
+        return [total_frames]
+    steps_per_segment = max_frames - 1
+    remaining = total_frames - 1
+    segments = []
+    while remaining > 0:
+        steps = min(steps_per_segment, remaining)
+        steps = math.ceil(steps / frame_multiple) * frame_multiple
+        segments.append(steps + 1)
+        remaining -= steps
+    return segments
+
+
+class VideoModel:
+    """One operation's video model from the registry, loaded through the process's model cache
+    at construction, so a missing model is a start-up error of the video worker.
+
+    A video job is one clip: there is no batch to split when memory runs out, so a call that
+    runs out frees the cache and is retried once, whole, then fails the job (refunded).
+    """
+
+    def __init__(
+        self,
+        operation: str,
+        needs: tuple[str, ...] = (),
+        spec: ModelSpec | None = None,
+        cache: ModelCache | None = None,
+    ) -> None:
+        self.spec = spec or configured_registry().spec(operation)
+        self.cache = cache or shared_cache()
+        with self.cache.pipeline_for(self.spec) as pipe:
+            self._accepted = set(inspect.signature(pipe.__call__).parameters)
+            self.geometry = geometry_for(self.spec, pipe)
+        missing = [name for name in needs if name not in self._accepted]
+        if missing:
+            raise ValueError(
+                f"{self.spec.pipeline} ({self.spec.model}) cannot serve {operation}: its call "
+                f"takes no {', '.join(missing)}"
+            )
+
+    def plan(self, duration: float, width: int, height: int) -> ClipPlan:
+        """`round(24 * duration)` output frames; the model works at its size nearest its
+        training area at the requested aspect ratio, making frames at its own rate."""
+        if duration <= 0:
+            raise ValueError("duration must be positive")
+        frame_count = frame_count_for(duration)
+        seconds = frame_count / FPS
+        return ClipPlan(
+            frame_count=frame_count,
+            seconds=seconds,
+            native=native_size(self.spec, width, height, self.geometry.size_multiple),
+            model_frames=self.geometry.frames_for(seconds),
+        )
+
+    def generate(
+        self,
+        images: dict[str, Image.Image],
+        prompt: str,
+        negative_prompt: str | None,
+        size: tuple[int, int],
+        frames: int,
+        seed: int,
+        on_step: Callable[[float], None],
+    ) -> list[Frame]:
+        """One model call: `frames` frames at `size` (native), conditioned on `images` (the
+        pipeline's image arguments, already at `size`). `on_step` gets the fraction of steps
+        done and may raise to cancel."""
+        options = self.spec.options
+        steps = int(options.get("steps", 30))
+        arguments: dict[str, Any] = {
+            **images,
+            "prompt": prompt,
+            "negative_prompt": negative_prompt or options.get("negative_prompt"),
+            "width": size[0],
+            "height": size[1],
+            "num_frames": frames,
+            "num_inference_steps": steps,
+            "guidance_scale": float(options.get("guidance", 5.0)),
+            "output_type": "np",
+        }
+        if "frame_rate" in self._accepted:  # LTX conditions on the rate it should move at
+            arguments["frame_rate"] = self.geometry.fps
+        if "max_sequence_length" in options:
+            arguments["max_sequence_length"] = int(options["max_sequence_length"])
+
+        def step_end(pipe: Any, step: int, timestep: Any, tensors: dict[str, Any]) -> dict:
+            # A multistep scheduler may take more timesteps than `steps`; the pipeline knows.
+            total = int(getattr(pipe, "num_timesteps", 0) or steps)
+            on_step(min(1.0, (step + 1) / total))
+            return tensors
+
+        try:
+            return self._attempt(arguments, seed, step_end)
+        except Exception as error:
+            if not _is_out_of_memory(error):
+                raise
+            log.warning("out of device memory in %s; cache freed, retrying once", self.spec.model)
+        _free_memory()
+        try:
+            return self._attempt(arguments, seed, step_end)
+        except Exception as error:
+            if not _is_out_of_memory(error):
+                raise
+            _free_memory()
+            raise OutOfDeviceMemory(
+                f"{self.spec.model} ran out of device memory for {frames} frames at "
+                f"{size[0]}x{size[1]}, also after freeing the cache"
+            ) from error
+
+    def _attempt(
+        self, arguments: dict[str, Any], seed: int, step_end: Callable[..., dict]
+    ) -> list[Frame]:
+        with self.cache.pipeline_for(self.spec) as pipe:
+            # A fresh generator per attempt: a retry draws the same noise as the first try.
+            generator = generator_for(seed, self.cache.device)
+            result = self.invoke(
+                pipe, arguments | {"generator": generator, "callback_on_step_end": step_end}
+            )
+        return _to_frames(result.frames[0])
+
+    def invoke(self, pipe: Any, arguments: dict[str, Any]) -> Any:
+        """The diffusers call itself (tests replace it to simulate running out of memory)."""
+        return pipe(**arguments)
+
+
+def _to_frames(video: Any) -> list[Frame]:
+    """A pipeline's `np` output (frames, height, width, 3) in [0, 1] as 8-bit frames."""
+    array = np.asarray(video, dtype=np.float32)
+    return [np.clip(frame * 255.0 + 0.5, 0, 255).astype(np.uint8) for frame in array]
+
+
+def fit(image: Image.Image, size: tuple[int, int]) -> Image.Image:
+    """`image` covering `size` (scaled and centre-cropped), as the model's input."""
+    return Image.fromarray(cover(image, *size))
+
+
+def step_reporter(
+    control: JobControl, segment: int, segments: int, message: str
+) -> Callable[[float], None]:
+    """Progress over the generation share for one of `segments` model calls."""
+
+    def report(done: float) -> None:
+        fraction = GENERATION_SHARE * (segment + done) / segments
+        control.progress(PROGRESS_SHARE * fraction, message)
+
+    return report
+
+
+def soundtrack_for(
+    prompt: str, frame_count: int, seed: int, audio: bool, rise_at_seconds: float | None = None
+) -> NDArray[np.float32] | None:
+    if not audio:
+        return None
+    return compose_soundtrack(prompt, audio_samples_for(frame_count), seed, rise_at_seconds)
+
+
+def model_time_positions(frame_count: int, fps: float) -> list[float]:
+    """Where each 24 fps output frame falls among model frames made at `fps`: the model's own
+    timing (animate; the clip's frames past the duration go unused)."""
+    return [index * fps / FPS for index in range(frame_count)]
+
+
+def spanning_positions(frame_count: int, model_frames: int) -> list[float]:
+    """Output frames spread from the first model frame to the last (transition: the clip must
+    end on the end frame, whatever the model's rate)."""
+    if frame_count == 1:
+        return [0.0]
+    return [index * (model_frames - 1) / (frame_count - 1) for index in range(frame_count)]
+
+
+def write_clip(
+    frames: list[Frame],
+    positions: list[float],
+    output_path: str,
+    size: tuple[int, int],
+    soundtrack: NDArray[np.float32] | None,
+    control: JobControl,
+    note: str,
+) -> VideoOutput:
+    """Encode one frame per position (an index into `frames`, fractional between two) at
+    `size`: the model frame where a position falls on one, a RIFE in-between elsewhere. RIFE's
+    flows are found at about the model's size (there is no finer motion to find) and applied to
+    the frames at the output size. `note` says how the model made `frames`."""
+    width, height = size
+    full = _FullSizeFrames(frames, size)
+    native_short_side = min(frames[0].shape[:2])
+    network_size = rife.internal_size(
+        width, height, min(rife.INTERNAL_SHORT_SIDE, native_short_side)
+    )
+    warper = rife.FullSizeWarper(width, height, network_size)
+    frame_count = len(positions)
+    with Mp4Writer(output_path, width, height, frame_count, soundtrack) as writer:
+        written = 0
+        for batch in _batches(positions):
+            done = GENERATION_SHARE + (1 - GENERATION_SHARE) * written / frame_count
+            control.progress(PROGRESS_SHARE * done, "retiming to 24 fps")
+            written += len(batch)
+            first = math.floor(batch[0])
+            instants = [position - first for position in batch]
+            if all(t < SNAP for t in instants):
+                for _ in batch:
+                    writer.write(full[first])
+                continue
+            before, after = full[first], full[first + 1]
+            pair = (rife.to_network(before, network_size), rife.to_network(after, network_size))
+            betweens = iter(rife.in_betweens(*pair, [t for t in instants if SNAP <= t <= 1 - SNAP]))
+            for t in instants:
+                if t < SNAP:
+                    writer.write(before)
+                elif t > 1 - SNAP:
+                    writer.write(after)
+                else:
+                    writer.write(warper.blend(before, after, next(betweens)))
+    return VideoOutput(
+        path=output_path,
+        width=width,
+        height=height,
+        frame_count=frame_count,
+        duration_seconds=frame_count / FPS,
+        has_audio=soundtrack is not None,
+        notes=[f"{note}; retimed to {frame_count} frames at {FPS} fps, scaled to {width}x{height}"],
+    )
+
+
+def _batches(positions: list[float]) -> Iterator[list[float]]:
+    """Consecutive positions between the same two model frames, at most a batch at a time."""
+    batch: list[float] = []
+    for position in positions:
+        if batch and (
+            math.floor(position) != math.floor(batch[0]) or len(batch) == FRAMES_PER_BATCH
+        ):
+            yield batch
+            batch = []
+        batch.append(position)
+    if batch:
+        yield batch
+
+
+class _FullSizeFrames:
+    """Model frames scaled to the output size on first use; only the last few are kept."""
+
+    def __init__(self, frames: list[Frame], size: tuple[int, int]) -> None:
+        self._frames = frames
+        self._size = size
+        self._scaled: dict[int, Frame] = {}
+
+    def __getitem__(self, index: int) -> Frame:
+        index = min(index, len(self._frames) - 1)
+        if index not in self._scaled:
+            if len(self._scaled) >= 2:
+                del self._scaled[min(self._scaled)]
+            self._scaled[index] = cover(Image.fromarray(self._frames[index]), *self._size)
+        return self._scaled[index]
