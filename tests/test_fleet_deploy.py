@@ -6,9 +6,11 @@ Dockerfiles by structure."""
 
 from __future__ import annotations
 
+import importlib
 import json
 import re
 import tomllib
+from pathlib import Path
 from typing import Any
 
 import jsonschema
@@ -18,9 +20,10 @@ import yaml
 
 from core.config import DEFAULTS as DEFAULT_CONFIG
 from core.config import ServiceConfig, merge_tables
+from models.registry import load_registry
 from tests.support.kustomize import render
 from tests.support.service import REPO
-from workers.queues import QUEUES, broker_queue
+from workers.queues import QUEUE_OF_OPERATION, QUEUES, broker_queue
 
 DEPLOY = REPO / "deploy"
 KUBERNETES = DEPLOY / "kubernetes"
@@ -80,6 +83,7 @@ def test_every_manifest_validates_against_its_schema(rendered: list[dict[str, An
         "PodDisruptionBudget",
         "TriggerAuthentication",
         "ScaledObject",
+        "PersistentVolumeClaim",
     }
 
 
@@ -163,6 +167,38 @@ def test_gpu_pools_ask_for_gpus_only_on_the_gpu_cluster(rendered: list[dict[str,
     for document in rendered:
         if document["kind"] != "Namespace":
             assert document["metadata"]["namespace"] == namespace
+
+
+def test_gpu_pools_run_the_diffusion_pipelines_on_the_mounted_registry(
+    rendered: list[dict[str, Any]], tmp_path: Path
+) -> None:
+    """On the GPU cluster the image and video pools serve every operation of their queue with a
+    diffusion pipeline that exists, from a registry that validates and names a folder on the
+    read-only models volume; the CPU cluster keeps the builtin pipelines."""
+    deployments = by_kind(rendered, "Deployment")
+    namespace = next(d["metadata"]["name"] for d in rendered if d["kind"] == "Namespace")
+    gpu_cluster = namespace == "sfumato"
+    registry_file = tmp_path / "registry.toml"
+    registry_file.write_text(
+        by_kind(rendered, "ConfigMap")["sfumato-models"]["data"]["registry.toml"]
+    )
+    registry = load_registry(registry_file)
+    for queue in ("image", "video"):
+        worker = container(deployments[f"sfumato-worker-{queue}"])
+        environment = {item["name"]: item["value"] for item in worker.get("env", [])}
+        if not gpu_cluster:
+            assert "SFUMATO_PIPELINES" not in environment, queue
+            continue
+        overrides = dict(item.split("=", 1) for item in environment["SFUMATO_PIPELINES"].split(","))
+        served = {op for op, served_by in QUEUE_OF_OPERATION.items() if served_by == queue}
+        assert set(overrides) == served, queue
+        for target in overrides.values():
+            module_name, _, class_name = target.partition(":")
+            assert hasattr(importlib.import_module(module_name), class_name), target
+        mounts = {mount["name"]: mount["mountPath"] for mount in worker["volumeMounts"]}
+        assert environment["SFUMATO_MODELS_FILE"] == f"{mounts['registry']}/registry.toml"
+        for operation in served:
+            assert registry.spec(operation).folder.is_relative_to(mounts["models"]), operation
 
 
 def test_every_process_reads_the_same_configuration_and_secrets(
