@@ -65,6 +65,40 @@ class Timing:
     cpu: float
 
 
+@dataclass(frozen=True)
+class WorkerPath:
+    """A job through `JobRunner.run` against the same pipeline's `run()` alone: the medians of
+    each, and the medians of the paired differences (each worker run against the direct run
+    right after it)."""
+
+    direct: Timing
+    worker: Timing
+    wall: float
+    cpu: float
+
+    @classmethod
+    def of(cls, pairs: list[tuple[Timing, Timing]]) -> WorkerPath:
+        return cls(
+            direct=median_timing([pair[0] for pair in pairs]),
+            worker=median_timing([pair[1] for pair in pairs]),
+            wall=statistics.median(w.wall - d.wall for d, w in pairs),
+            cpu=statistics.median(w.cpu - d.cpu for d, w in pairs),
+        )
+
+    def table(self, label: str, runs: int) -> Table:
+        direct, worker = self.direct, self.worker
+        table = Table([label, "wall (median)", "CPU time (median)", "runs"])
+        table.add("pipeline `run()` alone", f"{direct.wall:.3f} s", f"{direct.cpu:.3f} s", runs)
+        table.add("worker `JobRunner.run`", f"{worker.wall:.3f} s", f"{worker.cpu:.3f} s", runs)
+        table.add(
+            "overhead (median of paired differences)",
+            f"{ms(self.wall)} ({self.wall / direct.wall:.1%})",
+            f"{ms(self.cpu)} ({self.cpu / direct.cpu:.1%})",
+            "",
+        )
+        return table
+
+
 def timed(action: Callable[[], object]) -> Timing:
     wall, cpu = time.perf_counter(), time.process_time()
     action()
@@ -127,24 +161,13 @@ def run(options: Options) -> Section:
         )
 
     pairs = _worker_against_direct(services, pipelines, repetitions)
-    direct = median_timing([pair[0] for pair in pairs])
-    worker = median_timing([pair[1] for pair in pairs])
-    # Paired differences: each job's worker run against the direct run right after it.
-    wall = statistics.median(w.wall - d.wall for d, w in pairs)
-    cpu = statistics.median(w.cpu - d.cpu for d, w in pairs)
+    measured = WorkerPath.of(pairs)
+    direct, wall, cpu = measured.direct, measured.wall, measured.cpu
     image = pipeline.run(_job(1), _NoControl()).images[0]
     png = median_timing(
         [timed(lambda: image.save(io.BytesIO(), format="PNG", compress_level=3)) for _ in "abc"]
     )
-    path = Table(["path", "wall (median)", "CPU time (median)", "runs"])
-    path.add("pipeline `run()` alone", f"{direct.wall:.3f} s", f"{direct.cpu:.3f} s", len(pairs))
-    path.add("worker `JobRunner.run`", f"{worker.wall:.3f} s", f"{worker.cpu:.3f} s", len(pairs))
-    path.add(
-        "overhead (median of paired differences)",
-        f"{ms(wall)} ({wall / direct.wall:.1%})",
-        f"{ms(cpu)} ({cpu / direct.cpu:.1%})",
-        "",
-    )
+    path = measured.table("path", len(pairs))
     path.add("of which PNG encoding (1K of noise)", ms(png.wall), ms(png.cpu), "")
     rest_wall, rest_cpu = wall - png.wall, cpu - png.cpu
     path.add(

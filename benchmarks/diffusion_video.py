@@ -14,7 +14,7 @@ from typing import Any
 
 from PIL import Image
 
-from benchmarks.diffusion import Timing, median_timing, timed, worker_runner
+from benchmarks.diffusion import Timing, WorkerPath, median_timing, timed, worker_runner
 from benchmarks.harness import Options
 from benchmarks.report import Section, Table, ms
 from core.jobs import service as jobs_service
@@ -105,19 +105,9 @@ def run(options: Options) -> Section:
             f"{total.cpu:.2f} s",
         )
     pairs = _worker_against_direct(services, pipelines, repetitions)
-    direct = median_timing([pair[0] for pair in pairs])
-    worker = median_timing([pair[1] for pair in pairs])
-    wall = statistics.median(w.wall - d.wall for d, w in pairs)
-    cpu = statistics.median(w.cpu - d.cpu for d, w in pairs)
-    path = Table(["path (1 s animate)", "wall (median)", "CPU time (median)", "runs"])
-    path.add("pipeline `run()` alone", f"{direct.wall:.3f} s", f"{direct.cpu:.3f} s", len(pairs))
-    path.add("worker `JobRunner.run`", f"{worker.wall:.3f} s", f"{worker.cpu:.3f} s", len(pairs))
-    path.add(
-        "overhead (median of paired differences)",
-        f"{ms(wall)} ({wall / direct.wall:.1%})",
-        f"{ms(cpu)} ({cpu / direct.cpu:.1%})",
-        "",
-    )
+    measured = WorkerPath.of(pairs)
+    direct, wall, cpu = measured.direct, measured.wall, measured.cpu
+    path = measured.table("path (1 s animate)", len(pairs))
     services.db.dispose()
     return Section(
         "diffusion_video",

@@ -16,6 +16,7 @@ from sqlalchemy.orm import Session, sessionmaker
 MIGRATIONS_DIR = Path(__file__).parent / "migrations"
 # Any fixed 64-bit number: the PostgreSQL advisory lock that serialises concurrent migrations.
 MIGRATION_LOCK_ID = 0x5F0A7011
+CONNECT_TIMEOUT_SECONDS = 5
 # The database cannot be reached or dropped the connection (its transaction rolled back), or the
 # pool has no connection to give. Worth retrying: a dropped connection invalidates the pool, so
 # the next attempt connects afresh.
@@ -64,7 +65,15 @@ class Database:
             write_engine: Engine = self.engine.execution_options(sqlite_begin="BEGIN IMMEDIATE")
             self._statement_engine = self.engine.execution_options(sqlite_begin=None)
         else:
-            self.engine = create_engine(url, pool_size=48, max_overflow=16, pool_recycle=1800)
+            # A server behind a network that drops packets fails a connect in seconds, not
+            # after the kernel's TCP timeout (minutes), so requests and probes answer 503 soon.
+            self.engine = create_engine(
+                url,
+                connect_args={"connect_timeout": CONNECT_TIMEOUT_SECONDS},
+                pool_size=48,
+                max_overflow=16,
+                pool_recycle=1800,
+            )
             write_engine = self.engine
             self._statement_engine = self.engine.execution_options(isolation_level="AUTOCOMMIT")
         self._reader = sessionmaker(self.engine, expire_on_commit=False)

@@ -127,6 +127,19 @@ def test_a_postgres_outage_answers_503_writes_nothing_half_and_recovers(
             assert fleet.balance(key) == 100 - 2
             assert ledger_kinds(fleet.services, key) == ["grant", *["reserve", "settle"] * 2]
 
+            # The database goes away after a create committed, while its publication is being
+            # recorded: the job exists, so the answer is 202 (a 503 would invite a second job).
+            with fleet.client(gateway, key, timeout=30) as client:
+                proxy.cut_on(b"UPDATE jobs SET dispatched_at")
+                committed = client.post("/images/generate", json=body)
+                assert proxy.tripped.is_set()
+                assert committed.status_code == 202, committed.text
+                proxy.restore()
+                job_id = committed.json()["data"]["id"]
+                assert wait_done(client, job_id)["status"] == "completed"
+            fleet.services.db.dispose()
+            assert fleet.balance(key) == 100 - 3
+
 
 def _accepted(client: httpx.Client, body: dict[str, str]) -> dict[str, str] | None:
     answer = client.post("/images/generate", json=body)

@@ -130,7 +130,7 @@ def test_probes_point_at_the_health_endpoints(rendered: list[dict[str, Any]]) ->
     port = int(gateway["args"][gateway["args"].index("--port") + 1])
     assert gateway["ports"] == [{"name": "http", "containerPort": port}]
     assert gateway["livenessProbe"]["httpGet"]["path"] == "/healthz"
-    assert gateway["readinessProbe"]["httpGet"]["path"] == "/readyz"
+    assert gateway["readinessProbe"]["httpGet"]["path"] == "/healthz"
     dockerfile = (DEPLOY / "docker" / "Dockerfile").read_text()
     assert 'ENTRYPOINT ["sfumato", "worker", "--metrics-port", "9100"]' in dockerfile
     for queue in QUEUES:
@@ -146,7 +146,7 @@ def test_grace_periods_cover_the_workers_shutdown(rendered: list[dict[str, Any]]
     for queue in QUEUES:
         pod = deployments[f"sfumato-worker-{queue}"]["spec"]["template"]["spec"]
         grace = config.queues.of(queue).shutdown_grace_seconds
-        assert pod["terminationGracePeriodSeconds"] >= grace + SHUTDOWN_DRAIN_SECONDS
+        assert pod["terminationGracePeriodSeconds"] > grace + SHUTDOWN_DRAIN_SECONDS
 
 
 def test_gpu_pools_ask_for_gpus_only_on_the_gpu_cluster(rendered: list[dict[str, Any]]) -> None:

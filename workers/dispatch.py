@@ -15,6 +15,7 @@ from celery import Celery
 
 from core.accounts import repository as accounts_repository
 from core.clock import utcnow
+from core.db import DATABASE_UNAVAILABLE
 from core.jobs import repository as jobs_repository
 from core.jobs import service as jobs_service
 from core.models import Job
@@ -40,10 +41,16 @@ class Dispatcher:
             )
 
     def publish_new(self, job: Job) -> None:
-        if job.queue == "video":
-            self.advance_video_line(job.account_id)
-        else:
-            self.publish(job.id, job.queue, None)
+        """Publish a job just created. It is committed already, so a database that fails now
+        must not fail its create (a client told "nothing was changed" would create it twice):
+        the sweep publishes what this could not record."""
+        try:
+            if job.queue == "video":
+                self.advance_video_line(job.account_id)
+            else:
+                self.publish(job.id, job.queue, None)
+        except DATABASE_UNAVAILABLE as error:
+            log.warning("job %s is created; publishing it is left to the sweep: %s", job.id, error)
 
     def advance_video_line(self, account_id: str) -> None:
         """Publish the account's oldest waiting video unless one of its videos holds the line.
