@@ -227,6 +227,18 @@ class ModelCache:
             weights.users += 1
             return weights, weights.pipelines[class_name]
 
+    def release_unused(self, keep: ModelSpec) -> None:
+        """After the device ran out of memory running `keep`: drop every other set of weights
+        no call is using (the next use reloads them) and hand the freed memory back."""
+        with self._lock:
+            unused = [key for key, weights in self._weights.items() if not weights.users]
+            for key in [key for key in unused if key != keep.weights_key]:
+                del self._weights[key]
+                self.stats.evictions.append(key[0])
+                self._notify("evict", key[0])
+                log.info("released the unused model %s after running out of memory", key[0])
+        _free_device_memory()
+
     def _make_room(self, needed_gb: float) -> None:
         """Evict unpinned weights, oldest use first, until `needed_gb` fits the budget."""
         used = sum(weights.memory_gb for weights in self._weights.values())

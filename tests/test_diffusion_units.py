@@ -73,6 +73,19 @@ def test_the_cache_shares_weights_and_evicts_the_least_recently_used(
     assert generate.weights_key in cache.loaded()
 
 
+def test_running_out_of_memory_releases_the_other_unused_models(
+    registry: ModelRegistry,
+) -> None:
+    cache = ModelCache(device="cpu", budget_gb=10)
+    generate, edit, upscale = (registry.spec(name) for name in ("generate", "edit", "upscale"))
+    for spec in (generate, edit, upscale):
+        cache.ensure(spec)
+    with cache.pipeline_for(upscale):  # another job's call holds these
+        cache.release_unused(keep=generate)
+    assert cache.loaded() == [generate.weights_key, upscale.weights_key]
+    assert cache.stats.evictions == [str(edit.folder)]
+
+
 def test_a_seed_gives_the_same_pictures_alone_or_in_a_batch(generate: DiffusionGenerate) -> None:
     first = GenerateInput(prompt="a quiet harbour", width=64, height=64, seed=7, variations=2)
     second = GenerateInput(prompt="a loud market", width=64, height=64, seed=8)

@@ -191,20 +191,10 @@ class BatchProgress:
             raise Cancelled()
 
 
-def _is_out_of_memory(error: BaseException) -> bool:
+def is_out_of_memory(error: BaseException) -> bool:
     import torch
 
     return isinstance(error, torch.cuda.OutOfMemoryError)
-
-
-def _free_memory() -> None:
-    import gc
-
-    import torch
-
-    gc.collect()
-    if torch.cuda.is_available():
-        torch.cuda.empty_cache()
 
 
 class DiffusionPipeline(Generic[InputT]):
@@ -262,15 +252,15 @@ class DiffusionPipeline(Generic[InputT]):
     # --- calls ---------------------------------------------------------------------------
 
     def run_call(self, call: Call, progress: BatchProgress) -> list[Image.Image]:
-        """The slots' images, in order. On a CUDA out-of-memory error the cache is emptied
-        and the call retried once as two halves; a second one fails the call."""
+        """The slots' images, in order. On a CUDA out-of-memory error the models no call is
+        using are released and the call retried once as two halves; a second one fails it."""
         try:
             return self._attempt(call, call.slots, progress)
         except Exception as error:
-            if not _is_out_of_memory(error):
+            if not is_out_of_memory(error):
                 raise
             log.warning("out of GPU memory with %d images; retrying in halves", len(call.slots))
-        _free_memory()
+        self.cache.release_unused(self.spec)
         if len(call.slots) == 1:
             raise OutOfDeviceMemory("one image does not fit in the GPU's memory")
         middle = len(call.slots) // 2
@@ -279,9 +269,9 @@ class DiffusionPipeline(Generic[InputT]):
             for half in (call.slots[:middle], call.slots[middle:]):
                 images.extend(self._attempt(call, half, progress))
         except Exception as error:
-            if not _is_out_of_memory(error):
+            if not is_out_of_memory(error):
                 raise
-            _free_memory()
+            self.cache.release_unused(self.spec)
             raise OutOfDeviceMemory(
                 f"out of GPU memory even at half batch ({middle} images)"
             ) from error

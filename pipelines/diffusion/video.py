@@ -20,7 +20,8 @@ its VAE factor times its patch size (16). The contract wants
 
 The model call reports progress and checks for cancellation after every denoising step
 (`callback_on_step_end`), draws its noise from a `torch.Generator` seeded by the job, and on a
-device out-of-memory error frees the cache and retries once before failing with a clear message.
+device out-of-memory error releases the other unused models and retries once before failing
+with a clear message.
 """
 
 from __future__ import annotations
@@ -45,9 +46,8 @@ from pipelines.builtin.mp4 import FPS, Mp4Writer, audio_samples_for, frame_count
 from pipelines.builtin.soundtrack import compose_soundtrack
 from pipelines.diffusion.common import (
     OutOfDeviceMemory,
-    _free_memory,
-    _is_out_of_memory,
     generator_for,
+    is_out_of_memory,
     native_size,
 )
 
@@ -150,7 +150,8 @@ class VideoModel:
     at construction, so a missing model is a start-up error of the video worker.
 
     A video job is one clip: there is no batch to split when memory runs out, so a call that
-    runs out frees the cache and is retried once, whole, then fails the job (refunded).
+    runs out releases the other unused models and is retried once, whole, then fails the job
+    (refunded).
     """
 
     def __init__(
@@ -226,16 +227,18 @@ class VideoModel:
         try:
             return self._attempt(arguments, seed, step_end)
         except Exception as error:
-            if not _is_out_of_memory(error):
+            if not is_out_of_memory(error):
                 raise
-            log.warning("out of device memory in %s; cache freed, retrying once", self.spec.model)
-        _free_memory()
+            log.warning(
+                "out of device memory in %s; other models released, retrying once", self.spec.model
+            )
+        self.cache.release_unused(self.spec)
         try:
             return self._attempt(arguments, seed, step_end)
         except Exception as error:
-            if not _is_out_of_memory(error):
+            if not is_out_of_memory(error):
                 raise
-            _free_memory()
+            self.cache.release_unused(self.spec)
             raise OutOfDeviceMemory(
                 f"{self.spec.model} ran out of device memory for {frames} frames at "
                 f"{size[0]}x{size[1]}, also after freeing the cache"
