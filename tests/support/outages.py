@@ -68,6 +68,10 @@ class TcpProxy:
             except OSError:
                 _close(client)
                 continue
+            # Both ends block without a deadline: an accepted socket takes the process's
+            # default timeout, which Celery's in-process workers set for moments (kombu's
+            # `Connection.collect`), and an idle pooled connection would then be dropped.
+            client.settimeout(None)
             upstream.settimeout(None)
             with self._lock:
                 self._open.update((client, upstream))
