@@ -67,10 +67,10 @@ the two transactions every job commits (its claim and its completion with the cr
 settlement) are also timed alone, called from the benchmark process on the same database.
 
 **Wake across gateways.** Two gateways and one worker, the test pipeline: jobs of `[sleep 0.5]`
-created one after another on gateway B, each with a `wait=true` read held on gateway A, sent
-right after the create; the latency is the time the answer arrived minus the job's
-`finished_at` (as in `long_poll`), so it spans the commit, Redis pub/sub to the other gateway,
-its re-read and the answer. Goal: p99 under {GOAL_WAKE_P99_SECONDS * 1000:.0f} ms.
+created on gateway B one at a time, each with a `wait=true` read held on gateway A, sent right
+after the create and answered before the next job (as in `long_poll`); the latency is the time
+the answer arrived minus the job's `finished_at`, so it spans the commit, Redis pub/sub to the
+other gateway, its re-read and the answer. Goal: p99 under {GOAL_WAKE_P99_SECONDS * 1000:.0f} ms.
 """
 
 
