@@ -29,19 +29,7 @@ def generate(
     body: GenerateRequest,
     claim: jobs_service.IdempotencyClaim | None,
 ) -> tuple[Job, bool]:
-    unresolved: dict[str, str] = {}
-    style_hints = _style_hints(gateway, caller, body.styleId, unresolved)
-    references: dict[str, Reference] = {}
-    try:
-        references = resolve_references(
-            gateway.services,
-            caller.account_id,
-            {f"references[{index}]": value for index, value in enumerate(body.references)},
-        )
-    except UnresolvedReferences as error:
-        unresolved.update(error.details)
-    if unresolved:
-        raise validation_error(unresolved, "A referenced resource could not be resolved")
+    style_hints, references = _lent(gateway, caller, body.styleId, body.references)
     width, height = image_size(body.aspectRatio, body.resolution)
     inputs = {
         "prompt": body.prompt,
@@ -53,7 +41,7 @@ def generate(
         "height": height,
         "styleId": body.styleId,
         "style": style_hints,
-        "references": [reference.as_input() for reference in references.values()],
+        "references": references,
     }
     return create_job(
         gateway,
@@ -69,18 +57,32 @@ def generate(
     )
 
 
-def _style_hints(
-    gateway: Gateway, caller: Caller, style_id: str | None, unresolved: dict[str, str]
-) -> dict[str, Any] | None:
-    """What the caller's style `style_id` lends the job; a style that is not theirs is noted in
-    `unresolved` under `styleId`."""
-    if style_id is None:
-        return None
-    style = styles_service.get_owned(gateway.services.db, caller.account_id, style_id)
-    if style is None:
-        unresolved["styleId"] = "style not found"
-        return None
-    return styles_service.generation_hints(style)
+def _lent(
+    gateway: Gateway, caller: Caller, style_id: str | None, reference_values: list[str]
+) -> tuple[dict[str, Any] | None, list[dict[str, Any]]]:
+    """What the caller's style and reference images lend a generate or an edit: the style's
+    hints and the resolved references' inputs. Everything that cannot be resolved is named in
+    one 400 (`styleId`, `references[i]`)."""
+    unresolved: dict[str, str] = {}
+    style_hints = None
+    if style_id is not None:
+        style = styles_service.get_owned(gateway.services.db, caller.account_id, style_id)
+        if style is None:
+            unresolved["styleId"] = "style not found"
+        else:
+            style_hints = styles_service.generation_hints(style)
+    references: dict[str, Reference] = {}
+    try:
+        references = resolve_references(
+            gateway.services,
+            caller.account_id,
+            {f"references[{index}]": value for index, value in enumerate(reference_values)},
+        )
+    except UnresolvedReferences as error:
+        unresolved.update(error.details)
+    if unresolved:
+        raise validation_error(unresolved, "A referenced resource could not be resolved")
+    return style_hints, [reference.as_input() for reference in references.values()]
 
 
 def _source(gateway: Gateway, caller: Caller, image_id: str) -> SourceImage:
@@ -125,26 +127,14 @@ def edit(
     claim: jobs_service.IdempotencyClaim | None,
 ) -> tuple[Job, bool]:
     source = _source(gateway, caller, body.imageId)
-    unresolved: dict[str, str] = {}
-    style_hints = _style_hints(gateway, caller, body.styleId, unresolved)
-    references: dict[str, Reference] = {}
-    try:
-        references = resolve_references(
-            gateway.services,
-            caller.account_id,
-            {f"references[{index}]": value for index, value in enumerate(body.references)},
-        )
-    except UnresolvedReferences as error:
-        unresolved.update(error.details)
-    if unresolved:
-        raise validation_error(unresolved, "A referenced resource could not be resolved")
+    style_hints, references = _lent(gateway, caller, body.styleId, body.references)
     width, height = source.reference.width, source.reference.height
     inputs = {
         "imageId": body.imageId,
         "prompt": body.prompt,
         "styleId": body.styleId,
         "style": style_hints,
-        "references": [reference.as_input() for reference in references.values()],
+        "references": references,
         "width": width,
         "height": height,
         "resolution": resolution_of(width, height),
