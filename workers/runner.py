@@ -323,17 +323,8 @@ class JobRunner:
         key = f"videos/{job.id}/{media_id}.mp4"
         with open(output.path, "rb") as clip:
             data = clip.read()
-        self._put_with_retry(key, data, "video/mp4")
-        media = Media(
-            id=media_id,
-            account_id=job.account_id,
-            job_id=job.id,
-            kind="video",
-            storage_key=key,
-            content_type="video/mp4",
-            width=output.width,
-            height=output.height,
-            size_bytes=len(data),
+        media = self._put_media(
+            job, "video", key, data, "video/mp4", (output.width, output.height), media_id
         )
         # The poster is made once the video is stored and the job completed, so the first
         # completed read may show thumbnailUrl null (SPEC.md); the worker keeps the clip until then.
@@ -355,18 +346,14 @@ class JobRunner:
                 with open(path, "wb") as clip:
                     clip.write(self.services.storage.get_bytes(video.storage_key))
                 poster_bytes = poster_jpeg(path)
-            poster = Media(
-                id=new_id(),
-                account_id=job.account_id,
-                job_id=job.id,
-                kind="poster",
-                storage_key=f"videos/{job.id}/{video.id}-poster.jpg",
-                content_type="image/jpeg",
-                width=video.width,
-                height=video.height,
-                size_bytes=len(poster_bytes),
+            poster = self._put_media(
+                job,
+                "poster",
+                f"videos/{job.id}/{video.id}-poster.jpg",
+                poster_bytes,
+                "image/jpeg",
+                (video.width, video.height),
             )
-            self._put_with_retry(poster.storage_key, poster_bytes, "image/jpeg")
             if jobs_service.attach_poster(self.services.db, job.id, poster):
                 self.services.events.publish(job.id)
             else:
@@ -425,18 +412,8 @@ class JobRunner:
             content_type = image.content_type or "application/octet-stream"
             extension = mimetypes.guess_extension(content_type) or ""
             key = f"styles/{style_id}/{image.role}{extension}"
-            self._put_with_retry(key, image.body, content_type)
-            size = image_shape(image.body)
-            row = Media(
-                id=new_id(),
-                account_id=job.account_id,
-                job_id=job.id,
-                kind="brand",
-                storage_key=key,
-                content_type=content_type,
-                width=size[0] if size else None,
-                height=size[1] if size else None,
-                size_bytes=len(image.body),
+            row = self._put_media(
+                job, "brand", key, image.body, content_type, image_shape(image.body)
             )
             media.append(row)
             path_name = os.path.basename(urlsplit(image.url).path) if image.url else ""
@@ -482,19 +459,15 @@ class JobRunner:
                 key = f"images/{job.id}/{media_id}.png"
                 buffer = io.BytesIO()
                 image.save(buffer, format="PNG", compress_level=3)
-                data = buffer.getvalue()
-                self._put_with_retry(key, data, "image/png")
                 media.append(
-                    Media(
-                        id=media_id,
-                        account_id=job.account_id,
-                        job_id=job.id,
-                        kind="image",
-                        storage_key=key,
-                        content_type="image/png",
-                        width=image.width,
-                        height=image.height,
-                        size_bytes=len(data),
+                    self._put_media(
+                        job,
+                        "image",
+                        key,
+                        buffer.getvalue(),
+                        "image/png",
+                        (image.width, image.height),
+                        media_id,
                     )
                 )
                 entries.append(
@@ -504,6 +477,30 @@ class JobRunner:
             self._discard(media)
             raise
         return {"images": entries}, media
+
+    def _put_media(
+        self,
+        job: Job,
+        kind: str,
+        key: str,
+        data: bytes,
+        content_type: str,
+        size: tuple[int | None, int | None] | None,
+        media_id: str | None = None,
+    ) -> Media:
+        """Store `data` under `key` (retrying) and return its media row, not yet saved."""
+        self._put_with_retry(key, data, content_type)
+        return Media(
+            id=media_id or new_id(),
+            account_id=job.account_id,
+            job_id=job.id,
+            kind=kind,
+            storage_key=key,
+            content_type=content_type,
+            width=size[0] if size else None,
+            height=size[1] if size else None,
+            size_bytes=len(data),
+        )
 
     def _put_with_retry(self, key: str, data: bytes, content_type: str) -> None:
         delay = 0.5
