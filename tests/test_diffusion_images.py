@@ -21,6 +21,7 @@ from PIL import Image
 
 from tests.conftest import COMMON_ENV
 from tests.support import diffusion_images
+from tests.support.fleet import sample_value
 from tests.support.service import Mode, Service, running_service, wait_until
 from tests.test_jobs import create, status_of, wait_done
 
@@ -177,3 +178,14 @@ def test_out_of_memory_splits_the_batch_and_retries_once(diffusion: Service) -> 
     assert "refunded" in failed["error"]["message"]
     assert [c.images for c in diffusion_images.calls_with("[oom] never fits")] == [2, 1]
     assert diffusion.balance(key) == before
+
+
+def test_the_worker_reports_its_batches_and_model_cache_lookups(diffusion: Service) -> None:
+    """The runner feeds the batcher's calls and the model cache's lookups to the metrics an
+    embedded gateway serves (a worker serves them on its probe port)."""
+    key = diffusion.new_key()
+    with diffusion.client(key) as client:
+        wait_done(client, create(client, f"metrics-{time.monotonic_ns()}")["id"])
+    text = httpx.get(f"{diffusion.url}/metrics").text
+    assert sample_value(text, "sfumato_batch_size_count", pipeline="generate") >= 1
+    assert sample_value(text, "sfumato_model_cache_lookups_total", result="hit") >= 1
