@@ -1,9 +1,10 @@
 """Probes at the root, outside `/v1` and without an API key (Kubernetes calls them).
 
 `GET /healthz` (liveness): the process serves requests; it checks nothing else, so a database
-outage never makes Kubernetes restart healthy gateways. `GET /readyz` (readiness): the database
-answers a query and the broker a PING, within a deadline; otherwise 503 with the error envelope,
-each check's error in `details`, and the pod leaves the Service until it recovers.
+outage never makes Kubernetes restart healthy gateways. `GET /readyz`: the database answers a
+query and the broker a PING, within a deadline; otherwise 503 with the error envelope, each
+check's error in `details`. It is for monitoring: the gateways' Kubernetes readiness probe is
+`/healthz` too, since a dependency outage hits every replica at once (docs/operations.md).
 """
 
 from __future__ import annotations
