@@ -213,7 +213,7 @@ def _worker_against_direct(
     services: Services, pipelines: PipelineRegistry, repetitions: int
 ) -> list[tuple[Timing, Timing]]:
     """(direct, worker) timings of the same job, the first pair (a warm-up) left out."""
-    from core.models import Job
+    from core.tables import Job
 
     runner, caller = worker_runner(services, pipelines, "bench@diffusion.local")
     pipeline = pipelines.get("generate")

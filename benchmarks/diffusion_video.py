@@ -142,7 +142,7 @@ def _worker_against_direct(
     services: Services, pipelines: PipelineRegistry, repetitions: int
 ) -> list[tuple[Timing, Timing]]:
     """(direct, worker) timings of the same 1 s animate, the first pair (a warm-up) left out."""
-    from core.models import Job
+    from core.tables import Job
 
     runner, caller = worker_runner(services, pipelines, "bench@video.local")
     image = _still((120, 140, 60))

@@ -37,7 +37,7 @@ from benchmarks.measures import percentile
 from benchmarks.report import Section, Table, ms, verdict
 from core.accounts import service as accounts
 from core.jobs import service as jobs_service
-from core.models import Job
+from core.tables import Job
 from pipelines.base import GenerateInput, ImageOutput, JobControl
 
 WORKER_COUNTS = (1, 2, 4)

@@ -28,9 +28,9 @@ from sqlalchemy import select
 from benchmarks.httpclient import HttpConnection, Response, request_bytes
 from core.accounts import service as accounts
 from core.db import Database
-from core.models import Job
 from core.services import Services
 from core.settings import Settings
+from core.tables import Job
 
 T = TypeVar("T")
 Mode = Literal["embedded", "distributed"]

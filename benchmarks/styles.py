@@ -24,9 +24,9 @@ from benchmarks.report import Section, Table, ms, verdict
 from core.accounts import service as accounts
 from core.fetch import FetchPolicy, fetch
 from core.ids import new_id
-from core.models import Media, Style
 from core.settings import Settings
 from core.styles.service import AssetDraft, AssetSemantics, build_assets
+from core.tables import Media, Style
 from pipelines.styles import (
     AssetFacts,
     describe_asset,

@@ -74,7 +74,7 @@ def test_expired_key_is_refused(service: Service) -> None:
     from datetime import timedelta
 
     from core.clock import utcnow
-    from core.models import ApiKey
+    from core.tables import ApiKey
 
     key = service.new_key()
     caller = accounts.authenticate(service.services.db, key)

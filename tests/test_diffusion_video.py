@@ -24,7 +24,7 @@ import pytest
 import torch
 from PIL import Image
 
-from core.models import Job, Media
+from core.tables import Job, Media
 from models.cache import ModelCache, ModelUnavailable
 from models.registry import ModelSpec, load_registry
 from models.testing_video import build_tiny_ltx_models, build_tiny_video_models

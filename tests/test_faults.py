@@ -13,8 +13,8 @@ from core.accounts import service as accounts
 from core.clock import utcnow
 from core.credits import repository as ledger
 from core.jobs import service as jobs_service
-from core.models import Job
 from core.services import Services
+from core.tables import Job
 from tests.conftest import embedded_mode
 from tests.support.service import Process, Service, free_port, wait_until
 from tests.test_jobs import create, status_of, wait_done

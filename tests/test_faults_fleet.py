@@ -14,8 +14,8 @@ import pytest
 from sqlalchemy import func, select
 
 from core.accounts import service as accounts
-from core.models import Job
 from core.services import Services
+from core.tables import Job
 from tests.conftest import COMMON_ENV, s3_mode
 from tests.support.fleet import running_fleet
 from tests.support.outages import redis_server, tcp_proxy

@@ -13,7 +13,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from core.models import Job
+from core.tables import Job
 from tests.conftest import COMMON_ENV
 from tests.support.fleet import Fleet, config_file, metric_samples, running_fleet, sample_value
 from tests.support.s3 import s3_server

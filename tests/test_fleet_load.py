@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy import func, select
 
-from core.models import CreditEntry, Job, Media
+from core.tables import CreditEntry, Job, Media
 from tests.conftest import COMMON_ENV
 from tests.support.fleet import running_fleet
 from tests.support.service import wait_until

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from core.models import Job
+from core.tables import Job
 from tests.support.service import Service
 from tests.test_jobs import create, wait_done
 

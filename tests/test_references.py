@@ -16,7 +16,7 @@ import httpx
 import pytest
 from PIL import Image
 
-from core.models import Job, Media
+from core.tables import Job, Media
 from tests.support.images import image_bytes
 from tests.support.service import Service
 from tests.support.web import IMAGE_COLOUR, WebServer, web_server

@@ -21,7 +21,7 @@ from PIL import Image
 
 from core.accounts import service as accounts
 from core.ids import new_id
-from core.models import Style
+from core.tables import Style
 from gateway.styles.schemas import StyleDetail
 from tests.support.service import Service
 from tests.test_jobs import create, wait_done

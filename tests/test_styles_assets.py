@@ -13,7 +13,7 @@ from typing import Any
 import httpx
 import numpy as np
 
-from core.models import StyleAsset
+from core.tables import StyleAsset
 from tests.support.images import image_bytes
 from tests.support.service import Service
 from tests.test_jobs import create, wait_done

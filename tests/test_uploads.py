@@ -20,7 +20,7 @@ from PIL import Image
 from sqlalchemy import update
 
 from core.clock import utcnow
-from core.models import Upload
+from core.tables import Upload
 from core.uploads.service import purge_abandoned, staging_key
 from tests.support.images import animated_bomb, image_bytes
 from tests.support.service import Service

@@ -12,7 +12,7 @@ import httpx
 import pytest
 from PIL import Image
 
-from core.models import Job, Media
+from core.tables import Job, Media
 from tests.support.service import Service, wait_until
 from tests.test_jobs import create, status_of, wait_done
 

@@ -18,8 +18,8 @@ from core.clock import utcnow
 from core.db import DATABASE_UNAVAILABLE
 from core.jobs import repository as jobs_repository
 from core.jobs import service as jobs_service
-from core.models import Job
 from core.services import Services
+from core.tables import Job
 from workers.queues import RUN_JOB_TASK, broker_queue
 
 log = logging.getLogger(__name__)

@@ -23,10 +23,10 @@ from core.fetch import FetchPolicy, fetch
 from core.ids import new_id
 from core.images import decode_first_frame
 from core.jobs import service as jobs_service
-from core.models import Base, Job, Media, Style
 from core.services import Services
 from core.storage import StorageError
 from core.styles import service as styles_service
+from core.tables import Base, Job, Media, Style
 from models.cache import shared_cache
 from pipelines.base import (
     AnimateInput,

@@ -9,7 +9,7 @@ from sqlalchemy import Connection, Row, bindparam, select, update
 from sqlalchemy.orm import Session
 
 from core.config import PlanConfig
-from core.models import Account, ApiKey, Plan
+from core.tables import Account, ApiKey, Plan
 
 
 def upsert_plan(session: Session, plan_id: str, config: PlanConfig) -> None:

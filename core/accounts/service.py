@@ -15,7 +15,7 @@ from core.config import ServiceConfig
 from core.credits import repository as credits_repository
 from core.credits import service as credits
 from core.db import Database
-from core.models import Account, ApiKey, CreditEntry, Plan
+from core.tables import Account, ApiKey, CreditEntry, Plan
 
 KEY_PREFIX = "sfm_"
 KEY_STATES = ("active", "deactivated", "revoked")

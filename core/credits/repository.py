@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
-from core.models import Account, CreditEntry
+from core.tables import Account, CreditEntry
 
 
 def take(session: Session, account_id: str, amount: int) -> int | None:

@@ -7,7 +7,7 @@ from datetime import datetime
 from sqlalchemy import bindparam, delete, select
 from sqlalchemy.orm import Session
 
-from core.models import IdempotencyRecord
+from core.tables import IdempotencyRecord
 
 # Built once: every create with an Idempotency-Key looks its record up.
 FIND = select(IdempotencyRecord).where(

@@ -9,7 +9,7 @@ from typing import Any
 from sqlalchemy import Connection, and_, bindparam, func, or_, select, update
 from sqlalchemy.orm import Session
 
-from core.models import Job, Media
+from core.tables import Job, Media
 
 NON_TERMINAL = ("pending", "processing")
 

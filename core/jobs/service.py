@@ -23,8 +23,8 @@ from core.db import Database
 from core.idempotency import repository as idempotency_repository
 from core.ids import new_id
 from core.jobs import repository
-from core.models import Account, Base, IdempotencyRecord, Job, Media
 from core.pagination import decode_cursor, page_of
+from core.tables import Account, Base, IdempotencyRecord, Job, Media
 
 CANCELLED_MESSAGE = "Job cancelled"
 # Cancelling a job a worker already started keeps this much of its price (CONTRACT.md).

@@ -3,7 +3,7 @@
 from alembic import context
 from sqlalchemy import create_engine
 
-from core.models import Base
+from core.tables import Base
 
 config = context.config
 connection = config.attributes.get("connection")

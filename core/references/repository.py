@@ -5,7 +5,7 @@ from __future__ import annotations
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from core.models import Job, Media
+from core.tables import Job, Media
 
 IMAGE_JOB_TYPES = ("image.generate", "image.edit")
 

@@ -22,9 +22,9 @@ from core.clock import utcnow
 from core.fetch import FetchPolicy, FetchRefused, fetch
 from core.ids import new_id, parse_uuid
 from core.images import NotAnImage, TooManyPixels, inspect_image
-from core.models import Media
 from core.references import repository
 from core.services import Services
+from core.tables import Media
 from core.uploads import repository as uploads_repository
 
 NOT_FOUND = "reference not found"

@@ -9,7 +9,7 @@ from typing import Any, TypeVar
 from sqlalchemy import Connection, Select, and_, func, or_, select
 from sqlalchemy.orm import Session
 
-from core.models import Style, StyleAsset
+from core.tables import Style, StyleAsset
 
 Row = TypeVar("Row", Style, StyleAsset)
 

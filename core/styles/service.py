@@ -20,12 +20,12 @@ from core.clock import utcnow
 from core.db import Database
 from core.ids import new_id
 from core.jobs import repository as jobs_repository
-from core.models import Media, Style, StyleAsset
 from core.pagination import decode_cursor, page_of
 from core.references import repository as references_repository
 from core.references.service import NOT_FOUND, UnresolvedReferences, resolve_references
 from core.services import Services
 from core.styles import repository
+from core.tables import Media, Style, StyleAsset
 from core.uploads import repository as uploads_repository
 
 MAX_NAME_CHARS = 255

@@ -7,7 +7,7 @@ from datetime import datetime
 from sqlalchemy import delete, select, update
 from sqlalchemy.orm import Session
 
-from core.models import Media, Upload
+from core.tables import Media, Upload
 
 
 def add(session: Session, upload: Upload) -> Upload:

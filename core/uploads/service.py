@@ -13,9 +13,9 @@ from datetime import timedelta
 from core.clock import utcnow
 from core.ids import new_id
 from core.images import NotAnImage, TooManyPixels, inspect_image
-from core.models import Media, Upload
 from core.services import Services
 from core.storage import StorageError
+from core.tables import Media, Upload
 from core.uploads import repository
 
 

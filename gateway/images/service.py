@@ -6,7 +6,6 @@ from typing import Any
 
 from core.accounts.service import Caller
 from core.jobs import service as jobs_service
-from core.models import Job
 from core.prices import price_of
 from core.references.service import (
     Reference,
@@ -17,6 +16,7 @@ from core.references.service import (
 )
 from core.sizes import image_size, image_size_for_ratio, resolution_of
 from core.styles import service as styles_service
+from core.tables import Job
 from gateway.errors import validation_error
 from gateway.images.schemas import EditRequest, GenerateRequest, ResizeRequest, UpscaleRequest
 from gateway.jobs.creation import create_job

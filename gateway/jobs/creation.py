@@ -12,7 +12,7 @@ from pydantic import BaseModel
 from core.accounts.service import Caller
 from core.credits.service import InsufficientCredits
 from core.jobs import service as jobs_service
-from core.models import Job
+from core.tables import Job
 from gateway.errors import ApiError
 from gateway.jobs.router import presenter_for
 from gateway.runtime import Gateway

@@ -6,9 +6,9 @@ from __future__ import annotations
 from typing import Any
 
 from core.clock import isoformat_ms
-from core.models import Style, StyleAsset
 from core.storage import Storage
 from core.styles.service import SearchHit, palette_of
+from core.tables import Style, StyleAsset
 
 
 class StylePresenter:

@@ -6,10 +6,10 @@ from typing import Any
 
 from core.accounts.service import Caller
 from core.jobs import service as jobs_service
-from core.models import Job
 from core.prices import price_of
 from core.references.service import Reference, UnresolvedReferences, resolve_references
 from core.sizes import parse_ratio, video_size
+from core.tables import Job
 from gateway.errors import validation_error
 from gateway.jobs.creation import create_job
 from gateway.runtime import Gateway
