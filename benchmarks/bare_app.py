@@ -30,7 +30,7 @@ def main() -> None:
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument("--document", type=Path, required=True, help="JSON file to answer")
     arguments = parser.parse_args()
-    # The same uvicorn settings as gateway.cli.serve (loop and HTTP parser left on "auto").
+    # The same uvicorn settings as `sfumato serve` (loop and HTTP parser left on "auto").
     uvicorn.run(
         build_app(json.loads(arguments.document.read_text())),
         host="127.0.0.1",

@@ -109,13 +109,13 @@ def fleet(work_dir: Path, gateways: int, workers: int, pipelines: str) -> Iterat
         deployments = []
         for _ in range(gateways):
             port = free_port()
-            serve = ["-m", "gateway.cli", "serve", "--no-workers", "--port", str(port)]
+            serve = ["-m", "sfumato", "serve", "--no-workers", "--port", str(port)]
             log = work_dir / f"serve-{port}.log"
             child = stack.enter_context(
                 running(Child([*serve, "--log-level", "warning"], env, log))
             )
             deployments.append(Deployment(child, port, services.db))
-        worker_args = ["-m", "gateway.cli", "worker", "--queue", "image", "--concurrency", "1"]
+        worker_args = ["-m", "sfumato", "worker", "--queue", "image", "--concurrency", "1"]
         children = [
             stack.enter_context(running(Child(worker_args, env, work_dir / f"worker-{i}.log")))
             for i in range(workers)

@@ -195,7 +195,7 @@ def deployment(
         **(extra_env or {}),
     }
     port = free_port()
-    serve = ["-m", "gateway.cli", "serve", "--port", str(port), "--log-level", "warning"]
+    serve = ["-m", "sfumato", "serve", "--port", str(port), "--log-level", "warning"]
     with ExitStack() as stack:
         if mode == "distributed":
             redis.Redis.from_url(REDIS_URL).flushdb()
@@ -209,7 +209,7 @@ def deployment(
         stack.callback(services.db.dispose)
         gateway = stack.enter_context(running(Child(serve, env, data_dir / "serve.log")))
         if mode == "distributed":
-            worker = ["-m", "gateway.cli", "worker", "--queue", "image", "--log-level", "warning"]
+            worker = ["-m", "sfumato", "worker", "--queue", "image", "--log-level", "warning"]
             stack.enter_context(running(Child(worker, env, data_dir / "worker.log")))
         wait_for_http(gateway, port)
         yield Deployment(gateway, port, services.db)

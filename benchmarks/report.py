@@ -87,7 +87,7 @@ def machine() -> str:
 SETUP = """
 In the benchmarks of the running service (`job_read`, `long_poll`, `create_to_start`) every
 server runs in its own process: the gateway is a real `sfumato serve` subprocess (`python -m
-gateway.cli serve`), workers are in it (embedded mode) or in a separate `sfumato worker --queue
+sfumato serve`), workers are in it (embedded mode) or in a separate `sfumato worker --queue
 image` process (distributed mode: PostgreSQL in a temporary database, Redis database 10 as
 broker). Clients are never threads of a server process. Jobs use the test pipeline
 `tests.support.pipelines:ControllableGenerate`, whose prompt `[sleep S]` makes a job take S seconds

@@ -15,7 +15,7 @@ from tests.support.service import REPO, Process, free_port, wait_until
 def sfumato(data_dir: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "SFUMATO_DATA_DIR": str(data_dir)}
     result = subprocess.run(
-        [sys.executable, "-m", "gateway.cli", *args],
+        [sys.executable, "-m", "sfumato", *args],
         cwd=REPO,
         env=env,
         capture_output=True,

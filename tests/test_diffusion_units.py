@@ -243,7 +243,7 @@ def test_check_names_a_missing_folder(tmp_path: Path) -> None:
 
 def sfumato(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "gateway.cli", *args],
+        [sys.executable, "-m", "sfumato", *args],
         cwd=REPO,
         env={**os.environ, "PYTHONPATH": str(REPO), **env},
         capture_output=True,

@@ -257,5 +257,5 @@ def test_the_dockerfiles_build_the_gateway_and_both_workers() -> None:
     assert 'pip install ".[diffusion]"' in gpu
     for text in (cpu, gpu):
         assert "USER 10001" in text
-        for copied in ("core", "gateway", "workers", "pipelines", "models"):
+        for copied in ("sfumato", "core", "gateway", "workers", "pipelines", "models"):
             assert f"COPY {copied} {copied}" in text

@@ -25,7 +25,7 @@ from gateway.app import build_gateway, create_app
 from gateway.runtime import Gateway
 
 REPO = Path(__file__).resolve().parents[2]
-SFUMATO = [sys.executable, "-m", "gateway.cli"]
+SFUMATO = [sys.executable, "-m", "sfumato"]
 TEST_PIPELINES = (
     "generate=tests.support.pipelines:ControllableGenerate,"
     "animate=tests.support.pipelines:ControllableAnimate"

@@ -1,0 +1,5 @@
+"""`python -m sfumato`: the `sfumato` command."""
+
+from sfumato.cli import main
+
+main()
