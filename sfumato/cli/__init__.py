@@ -12,7 +12,7 @@ import typer
 from core.accounts import service as accounts
 from core.services import Services
 from core.settings import Settings
-from gateway.models_cli import models_app
+from sfumato.cli.models import models_app
 from workers.queues import QUEUES, broker_queue
 
 app = typer.Typer(help="Sfumato: self-hostable image and video generation.", no_args_is_help=True)
