@@ -21,11 +21,12 @@ from core.accounts import service as accounts
 from core.accounts.service import Caller
 from core.services import Services
 from core.settings import Settings
-from gateway.app import build_gateway, create_app
+from gateway.app import create_app
 from gateway.errors import install_error_handlers
 from gateway.images.router import router as images_router
 from gateway.middleware import BodyLimitMiddleware
 from gateway.runtime import Gateway
+from sfumato.processes import build_gateway
 
 GOAL_ADDED_P50_SECONDS = 0.001
 WARMUP_ROUNDS = 20

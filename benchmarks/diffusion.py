@@ -198,10 +198,12 @@ def worker_runner(
     services: Services, pipelines: PipelineRegistry, email: str
 ) -> tuple[JobRunner, Caller]:
     """A job runner as a worker builds it, and a caller (a fresh account) to create jobs as."""
-    from workers.celery_app import make_celery
-    from workers.dispatch import Dispatcher
+    from core.broker import TaskPublisher
+    from core.jobs.dispatch import Dispatcher
 
-    runner = JobRunner(services, pipelines, Dispatcher(services, make_celery(services.settings)))
+    runner = JobRunner(
+        services, pipelines, Dispatcher(services, TaskPublisher.from_settings(services.settings))
+    )
     accounts.create_account(services.db, email, "pro", 1_000_000)
     key = accounts.create_key(services.db, email, "bench", None).plaintext
     caller = accounts.authenticate(services.db, key)

@@ -12,15 +12,14 @@ from fastapi import FastAPI
 
 from core.health import ReadinessChecks
 from core.jobs import service as jobs_service
-from core.services import Services
 from core.uploads import service as uploads_service
 from gateway import files, health
 from gateway.account.router import router as account_router
 from gateway.errors import install_error_handlers
 from gateway.images.router import router as images_router
 from gateway.jobs.router import router as jobs_router
-from gateway.limits import RateLimiter, RateLimitMiddleware
-from gateway.metrics import GatewayMetrics, MetricsMiddleware
+from gateway.limits import RateLimitMiddleware
+from gateway.metrics import MetricsMiddleware
 from gateway.metrics import router as metrics_router
 from gateway.middleware import AuthMiddleware, BodyLimitMiddleware
 from gateway.openapi import install_openapi
@@ -28,33 +27,8 @@ from gateway.runtime import Gateway
 from gateway.styles.router import router as styles_router
 from gateway.uploads.router import router as uploads_router
 from gateway.videos.router import router as videos_router
-from pipelines.registry import PipelineRegistry
-from workers.celery_app import make_celery
-from workers.dispatch import Dispatcher
-from workers.embedded import EmbeddedWorkers
-from workers.queues import QUEUES
-from workers.runner import JobRunner
 
 log = logging.getLogger(__name__)
-
-
-def build_gateway(services: Services, run_workers: bool) -> Gateway:
-    settings = services.settings
-    dispatcher = Dispatcher(services, make_celery(settings))
-    workers = None
-    if run_workers:
-        runner = JobRunner(services, PipelineRegistry(settings.pipeline_overrides()), dispatcher)
-        queues = services.config.queues
-        workers = EmbeddedWorkers(
-            services, runner, {queue: queues.of(queue).concurrency for queue in QUEUES}
-        )
-    return Gateway(
-        services=services,
-        dispatcher=dispatcher,
-        limiter=RateLimiter.from_settings(settings, services.config.rate_limits),
-        metrics=GatewayMetrics(services.events),
-        embedded_workers=workers,
-    )
 
 
 def _maintain(gateway: Gateway) -> None:

@@ -1,16 +1,26 @@
-"""What one gateway process holds: the shared services, the dispatcher, embedded workers."""
+"""What one gateway process holds: the shared services, the dispatcher, the rate limiter, the
+metrics and, in embedded mode, the workers running in this process (assembled by
+`sfumato/processes.py`)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Protocol
 
 from fastapi import Request
 
+from core.jobs.dispatch import Dispatcher
 from core.services import Services
 from gateway.limits import RateLimiter
 from gateway.metrics import GatewayMetrics
-from workers.dispatch import Dispatcher
-from workers.embedded import EmbeddedWorkers
+
+
+class InProcessWorkers(Protocol):
+    """Workers sharing the gateway's process (embedded mode), started and stopped with it."""
+
+    def start(self) -> None: ...
+
+    def stop(self) -> None: ...
 
 
 @dataclass
@@ -19,7 +29,7 @@ class Gateway:
     dispatcher: Dispatcher
     limiter: RateLimiter
     metrics: GatewayMetrics
-    embedded_workers: EmbeddedWorkers | None = None
+    embedded_workers: InProcessWorkers | None = None
 
 
 async def get_gateway(request: Request) -> Gateway:

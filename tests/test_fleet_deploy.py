@@ -18,12 +18,13 @@ import kubernetes_validate
 import pytest
 import yaml
 
+from core.broker import broker_queue
 from core.config import DEFAULTS as DEFAULT_CONFIG
 from core.config import ServiceConfig, merge_tables
+from core.jobs.contract import QUEUE_OF_OPERATION, QUEUES
 from models.registry import load_registry
 from tests.support.kustomize import render
 from tests.support.service import REPO
-from workers.queues import QUEUE_OF_OPERATION, QUEUES, broker_queue
 
 DEPLOY = REPO / "deploy"
 KUBERNETES = DEPLOY / "kubernetes"

@@ -13,13 +13,13 @@ import redis
 from prometheus_client import CollectorRegistry, generate_latest
 from pydantic import ValidationError
 
+from core.broker import broker_queue
 from core.config import load_config
 from tests.support.fleet import config_file, sample_value
 from tests.support.outages import redis_server
 from tests.support.service import Service
 from tests.test_jobs import create, wait_done
 from workers import metrics
-from workers.queues import broker_queue
 
 
 def exposition(*collectors: object) -> str:

@@ -10,9 +10,9 @@ from dataclasses import dataclass
 from celery.worker import WorkController
 from celery.worker import state as worker_state
 
+from core.broker import broker_queue
 from core.services import Services
-from workers.celery_app import make_celery
-from workers.queues import broker_queue
+from workers.celery_app import worker_celery
 from workers.runner import JobRunner
 
 log = logging.getLogger(__name__)
@@ -46,7 +46,7 @@ class EmbeddedWorkers:
     def start(self) -> None:
         self.runner.warm_up(list(self.concurrency))
         for queue, threads in self.concurrency.items():
-            app = make_celery(
+            app = worker_celery(
                 self.services.settings, self.runner, self.services.config.queues.of(queue)
             )
             controller = _ReadyWorkController(

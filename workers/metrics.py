@@ -22,8 +22,9 @@ from prometheus_client import CONTENT_TYPE_LATEST, Counter, Histogram, generate_
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import REGISTRY, Collector
 
+from core.broker import broker_queue
 from core.health import CHECK_TIMEOUT_SECONDS, ReadinessChecks
-from workers.queues import QUEUES, broker_queue
+from core.jobs.contract import QUEUES
 
 if TYPE_CHECKING:
     from models.cache import ModelCache

@@ -23,6 +23,8 @@ from core.fetch import FetchPolicy, fetch
 from core.ids import new_id
 from core.images import decode_first_frame
 from core.jobs import service as jobs_service
+from core.jobs.contract import QUEUE_OF_OPERATION
+from core.jobs.dispatch import Dispatcher
 from core.services import Services
 from core.storage import StorageError
 from core.styles import service as styles_service
@@ -54,8 +56,6 @@ from pipelines.styles import (
 )
 from workers import metrics
 from workers.batching import Batcher
-from workers.dispatch import Dispatcher
-from workers.queues import QUEUE_OF_OPERATION
 from workers.shutdown import InFlight
 
 log = logging.getLogger(__name__)

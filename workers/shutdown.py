@@ -22,8 +22,8 @@ from typing import Any
 from celery.signals import worker_shutting_down
 
 from core.jobs import service as jobs_service
+from core.jobs.dispatch import Dispatcher
 from core.services import Services
-from workers.dispatch import Dispatcher
 
 log = logging.getLogger(__name__)
 # After handing jobs back, how long their threads get to notice before the process exits.

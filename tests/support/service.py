@@ -21,8 +21,9 @@ import uvicorn
 from core.accounts import service as accounts
 from core.services import Services
 from core.settings import Settings
-from gateway.app import build_gateway, create_app
+from gateway.app import create_app
 from gateway.runtime import Gateway
+from sfumato.processes import build_gateway
 
 REPO = Path(__file__).resolve().parents[2]
 SFUMATO = [sys.executable, "-m", "sfumato"]

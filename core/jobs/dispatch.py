@@ -11,25 +11,23 @@ from __future__ import annotations
 import logging
 from datetime import datetime, timedelta
 
-from celery import Celery
-
 from core.accounts import repository as accounts_repository
+from core.broker import TaskPublisher
 from core.clock import utcnow
 from core.db import DATABASE_UNAVAILABLE
 from core.jobs import repository as jobs_repository
 from core.jobs import service as jobs_service
 from core.services import Services
 from core.tables import Job
-from workers.queues import RUN_JOB_TASK, broker_queue
 
 log = logging.getLogger(__name__)
 SWEEP_BATCH = 500
 
 
 class Dispatcher:
-    def __init__(self, services: Services, publisher: Celery) -> None:
+    def __init__(self, services: Services, tasks: TaskPublisher) -> None:
         self.services = services
-        self.publisher = publisher
+        self.tasks = tasks
 
     def publish(self, job_id: str, queue: str, expected_dispatched_at: datetime | None) -> bool:
         """Send the job's task; record it unless another dispatcher recorded it first."""
@@ -74,12 +72,7 @@ class Dispatcher:
 
     def _send(self, job_id: str, queue: str) -> bool:
         try:
-            self.publisher.send_task(
-                RUN_JOB_TASK,
-                args=[job_id],
-                queue=broker_queue(self.services.settings.namespace, queue),
-                task_id=job_id,
-            )
+            self.tasks.send(job_id, queue)
         except Exception as error:  # the broker is down: the sweep will publish it later
             log.warning("could not publish job %s: %s", job_id, error)
             return False
@@ -89,7 +82,7 @@ class Dispatcher:
         """After a cancel: drop the queued task early (harmless if it already ran: its claim
         would fail) and let the job's end take effect."""
         try:
-            self.publisher.control.revoke(job.id)
+            self.tasks.revoke(job.id)
         except Exception as error:
             log.info("could not revoke the task of job %s: %s", job.id, error)
         self.job_ended(job)

@@ -1,0 +1,81 @@
+"""`sfumato accounts`: accounts, their plans and their credits."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from core.accounts import service as accounts
+from sfumato.cli.common import fail, open_services
+
+accounts_app = typer.Typer(help="Accounts and credits.", no_args_is_help=True)
+
+
+@accounts_app.command("create")
+def accounts_create(
+    email: str,
+    plan: Annotated[str, typer.Option(help="free, pro, enterprise or another")] = "free",
+    credits: Annotated[int, typer.Option(min=0)] = 0,
+) -> None:
+    """Create an account."""
+    try:
+        account = accounts.create_account(open_services().db, email, plan, credits)
+    except accounts.AccountError as error:
+        fail(str(error))
+    typer.echo(f"{account.id}  {account.email}  plan={account.plan_id}  credits={credits}")
+
+
+@accounts_app.command("list")
+def accounts_list() -> None:
+    """List accounts."""
+    for account in accounts.list_accounts(open_services().db):
+        typer.echo(
+            f"{account.id}  {account.email}  plan={account.plan_id}  "
+            f"credits={account.credit_balance}"
+        )
+
+
+@accounts_app.command("show")
+def accounts_show(email: str) -> None:
+    """The account, its balance and every ledger movement (the audit trail)."""
+    try:
+        statement = accounts.statement(open_services().db, email)
+    except accounts.AccountError as error:
+        fail(str(error))
+    account = statement.account
+    typer.echo(f"{account.id}  {account.email}  plan={account.plan_id}")
+    typer.echo(f"balance {account.credit_balance}  (ledger total {statement.ledger_total})")
+    for entry in statement.entries:
+        job = f"job={entry.job_id}" if entry.job_id else ""
+        reason = entry.reason or ""
+        typer.echo(
+            f"  {entry.created_at.isoformat()}  {entry.kind:<7} {entry.amount:>+7}  "
+            f"-> {entry.balance_after:<7} {job} {reason}".rstrip()
+        )
+    if not statement.consistent:
+        fail("the balance does not match the ledger")
+
+
+@accounts_app.command("credit")
+def accounts_credit(
+    email: str,
+    amount: Annotated[int, typer.Argument(min=1)],
+    reason: Annotated[str, typer.Option(help="Why, for the ledger")],
+) -> None:
+    """Grant credits (a ledger row with the reason)."""
+    try:
+        account = accounts.grant_credits(open_services().db, email, amount, reason)
+    except accounts.AccountError as error:
+        fail(str(error))
+    typer.echo(f"{account.email}  credits={account.credit_balance}")
+
+
+@accounts_app.command("set-plan")
+def accounts_set_plan(email: str, plan: str) -> None:
+    """Move an account to another plan."""
+    try:
+        account = accounts.set_plan(open_services().db, email, plan)
+    except accounts.AccountError as error:
+        fail(str(error))
+    typer.echo(f"{account.email}  plan={account.plan_id}")

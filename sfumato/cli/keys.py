@@ -1,0 +1,71 @@
+"""`sfumato keys`: an account's API keys."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from core.accounts import service as accounts
+from sfumato.cli.common import fail, open_services
+
+keys_app = typer.Typer(help="API keys.", no_args_is_help=True)
+
+
+@keys_app.command("create")
+def keys_create(
+    email: str,
+    name: Annotated[str, typer.Option(help="What the key is for")],
+    expires_in: Annotated[
+        int | None, typer.Option("--expires-in", help="Days until the key expires")
+    ] = None,
+) -> None:
+    """Create a key; its plaintext is the last line printed, and is never shown again."""
+    try:
+        new = accounts.create_key(open_services().db, email, name, expires_in)
+    except accounts.AccountError as error:
+        fail(str(error))
+    expiry = new.key.expires_at.isoformat() if new.key.expires_at else "never"
+    typer.echo(f"key id {new.key.id} ({new.key.name}), expires {expiry}")
+    typer.echo(new.plaintext)
+
+
+@keys_app.command("list")
+def keys_list(email: str) -> None:
+    """List an account's keys (never their secrets)."""
+    try:
+        keys = accounts.list_keys(open_services().db, email)
+    except accounts.AccountError as error:
+        fail(str(error))
+    for key in keys:
+        expiry = key.expires_at.isoformat() if key.expires_at else "never"
+        used = key.last_used_at.isoformat() if key.last_used_at else "never"
+        typer.echo(
+            f"{key.id}  {key.prefix}...  {key.name}  {key.state}  expires={expiry}  used={used}"
+        )
+
+
+def _set_state(key_id: str, state: str) -> None:
+    try:
+        key = accounts.set_key_state(open_services().db, key_id, state)
+    except accounts.AccountError as error:
+        fail(str(error))
+    typer.echo(f"{key.id}  {key.state}")
+
+
+@keys_app.command("deactivate")
+def keys_deactivate(key_id: str) -> None:
+    """Refuse the key from the next request on (it can be activated again)."""
+    _set_state(key_id, "deactivated")
+
+
+@keys_app.command("activate")
+def keys_activate(key_id: str) -> None:
+    """Accept a deactivated key again."""
+    _set_state(key_id, "active")
+
+
+@keys_app.command("revoke")
+def keys_revoke(key_id: str) -> None:
+    """Refuse the key for good."""
+    _set_state(key_id, "revoked")

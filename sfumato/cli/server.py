@@ -1,0 +1,81 @@
+"""The server commands: serve, worker, migrate, and the demo account of `make run`."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from core.accounts import service as accounts
+from sfumato import processes
+from sfumato.cli.common import configure_logging, fail, open_services
+
+DEMO_EMAIL = "demo@sfumato.local"
+DEMO_KEY_FILE = "demo-api-key"
+
+
+def migrate() -> None:
+    """Apply the database migrations (serve and worker do this at start too)."""
+    open_services()
+    typer.echo("database is up to date")
+
+
+def serve(
+    host: str = "127.0.0.1",
+    port: int = 8000,
+    no_workers: Annotated[
+        bool, typer.Option("--no-workers", help="Only the gateway; workers run elsewhere.")
+    ] = False,
+    log_level: str = "info",
+) -> None:
+    """Run the HTTP gateway; in embedded mode also one worker per queue in this process."""
+    configure_logging(log_level)
+    try:
+        processes.serve(open_services(), host, port, no_workers, log_level)
+    except processes.StartRefused as refused:
+        fail(str(refused))
+
+
+def worker(
+    queue: Annotated[str, typer.Option(help="image, video or style")],
+    concurrency: Annotated[
+        int | None, typer.Option(min=1, help="Jobs at once (default: the queue's configuration)")
+    ] = None,
+    metrics_port: Annotated[
+        int, typer.Option(help="Port of /metrics, /healthz and /readyz (0: none)")
+    ] = 0,
+    log_level: str = "info",
+) -> None:
+    """A Celery worker for one queue (distributed mode); SIGTERM finishes the running jobs
+    within the queue's grace period, then hands back what still runs."""
+    configure_logging(log_level)
+    try:
+        processes.run_worker(open_services(), queue, concurrency, metrics_port, log_level)
+    except processes.StartRefused as refused:
+        fail(str(refused))
+
+
+def demo(
+    base_url: Annotated[
+        str, typer.Option(help="where the service will answer, for the printed example")
+    ] = "http://127.0.0.1:8000",
+) -> None:
+    """Make sure a demo account and key exist and print the key (used by `make run`)."""
+    services = open_services()
+    key_file = services.settings.ensure_data_dir() / DEMO_KEY_FILE
+    key = key_file.read_text().strip() if key_file.exists() else ""
+    if not key or accounts.authenticate(services.db, key) is None:
+        try:
+            accounts.find_account(services.db, DEMO_EMAIL)
+        except accounts.AccountError:
+            accounts.create_account(services.db, DEMO_EMAIL, "pro", 1000)
+        key = accounts.create_key(services.db, DEMO_EMAIL, "demo", None).plaintext
+        key_file.write_text(key + "\n")
+        key_file.chmod(0o600)
+    typer.echo(f"Demo API key ({DEMO_EMAIL}, kept in {key_file}):\n\n  {key}\n")
+    typer.echo("Try:\n")
+    typer.echo(
+        f"  curl -s -X POST {base_url.rstrip('/')}/v1/images/generate \\\n"
+        f"    -H 'x-api-key: {key}' -H 'content-type: application/json' \\\n"
+        '    -d \'{"prompt": "a calm blue sea at dawn"}\'\n'
+    )

@@ -1,0 +1,126 @@
+"""The processes Sfumato runs, assembled from the gateway, the workers and core: a gateway (with,
+in embedded mode, one worker per queue in its own process) and a worker for one queue."""
+
+from __future__ import annotations
+
+import logging
+import socket
+import threading
+
+from core.broker import TaskPublisher, broker_queue
+from core.jobs.contract import QUEUES
+from core.jobs.dispatch import Dispatcher
+from core.services import Services
+from gateway.limits import RateLimiter
+from gateway.metrics import GatewayMetrics
+from gateway.runtime import Gateway
+from pipelines.registry import PipelineRegistry
+from workers.embedded import EmbeddedWorkers
+from workers.runner import JobRunner
+
+log = logging.getLogger(__name__)
+
+
+class StartRefused(Exception):
+    """A process cannot start as asked; the message says why."""
+
+
+def build_gateway(services: Services, run_workers: bool) -> Gateway:
+    """What one gateway process holds; with `run_workers`, the embedded workers too."""
+    settings = services.settings
+    dispatcher = Dispatcher(services, TaskPublisher.from_settings(settings))
+    workers = None
+    if run_workers:
+        runner = JobRunner(services, PipelineRegistry(settings.pipeline_overrides()), dispatcher)
+        queues = services.config.queues
+        workers = EmbeddedWorkers(
+            services, runner, {queue: queues.of(queue).concurrency for queue in QUEUES}
+        )
+    return Gateway(
+        services=services,
+        dispatcher=dispatcher,
+        limiter=RateLimiter.from_settings(settings, services.config.rate_limits),
+        metrics=GatewayMetrics(services.events),
+        embedded_workers=workers,
+    )
+
+
+def serve(services: Services, host: str, port: int, no_workers: bool, log_level: str) -> None:
+    """The HTTP gateway under uvicorn until it stops; in embedded mode with its workers."""
+    import uvicorn
+
+    from gateway.app import create_app
+
+    embedded = services.settings.embedded_broker
+    if no_workers and embedded:
+        raise StartRefused("--no-workers needs a shared broker (SFUMATO_BROKER_URL=redis://...)")
+    if not embedded and not no_workers:
+        # Celery workers sharing uvicorn's process misbehave on Redis: they run on their own.
+        log.info(
+            "distributed mode: jobs run in `sfumato worker --queue image|video|style` processes"
+        )
+    gateway = build_gateway(services, run_workers=embedded and not no_workers)
+    config = uvicorn.Config(
+        create_app(gateway),
+        host=host,
+        port=port,
+        log_level=log_level,
+        timeout_graceful_shutdown=10,
+        access_log=False,
+    )
+    uvicorn.Server(config).run()
+
+
+def run_worker(
+    services: Services, queue: str, concurrency: int | None, metrics_port: int, log_level: str
+) -> None:
+    """A Celery worker for one queue (distributed mode) until it stops; SIGTERM finishes the
+    running jobs within the queue's grace period, then hands back what still runs."""
+    from celery.signals import worker_ready, worker_shutting_down
+
+    from core.health import ReadinessChecks
+    from models.cache import ModelUnavailable
+    from models.registry import RegistryError
+    from workers import metrics
+    from workers.celery_app import worker_celery
+    from workers.shutdown import GracefulShutdown
+
+    if queue not in QUEUES:
+        raise StartRefused(f"unknown queue {queue!r} (one of {', '.join(QUEUES)})")
+    settings = services.settings
+    if settings.embedded_broker:
+        raise StartRefused(
+            "a separate worker needs a shared broker (SFUMATO_BROKER_URL=redis://...)"
+        )
+    pool = services.config.queues.of(queue)
+    dispatcher = Dispatcher(services, TaskPublisher.from_settings(settings))
+    runner = JobRunner(services, PipelineRegistry(settings.pipeline_overrides()), dispatcher)
+    try:
+        runner.warm_up([queue])
+    except (ModelUnavailable, RegistryError) as error:
+        raise StartRefused(f"the {queue} worker cannot load its models: {error}") from None
+    GracefulShutdown(services, dispatcher, runner.in_flight, pool.shutdown_grace_seconds).install()
+    consuming = threading.Event()
+    worker_ready.connect(lambda **_: consuming.set(), weak=False)
+    worker_shutting_down.connect(lambda **_: consuming.clear(), weak=False)
+    if metrics_port:
+        metrics.install_collectors(settings.broker_url, settings.namespace)
+
+        def consumer_up() -> None:
+            if not consuming.is_set():
+                raise RuntimeError("not consuming (starting or shutting down)")
+
+        probes = metrics.ProbeServer(metrics_port, ReadinessChecks(services), consumer_up)
+        probes.start()
+        log.info("probes and metrics on port %d", probes.port)
+    celery = worker_celery(settings, runner, pool)
+    celery.set_default()
+    celery.Worker(
+        queues=[broker_queue(settings.namespace, queue)],
+        concurrency=concurrency or pool.concurrency,
+        pool_cls="workers.pool:AppThreadPool",
+        hostname=f"{queue}@{socket.gethostname()}",
+        without_mingle=True,
+        without_gossip=True,
+        loglevel=log_level.upper(),
+    ).start()
