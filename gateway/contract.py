@@ -18,9 +18,6 @@ class ResponseModel(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
-Prompt = Annotated[str, StringConstraints(min_length=1, max_length=2000)]
-NegativePrompt = Annotated[str, StringConstraints(max_length=1000)]
-ReferenceImage = Annotated[str, StringConstraints(min_length=1, max_length=2048)]
 UUIDString = Annotated[
     str,
     StringConstraints(

@@ -12,6 +12,7 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from core.db import DATABASE_UNAVAILABLE
+from core.errors import DomainError
 
 log = logging.getLogger(__name__)
 
@@ -159,10 +160,24 @@ def validation_details(errors: list[Any]) -> dict[str, str]:
     return details
 
 
+def refusal_response(error: DomainError) -> JSONResponse:
+    """A core refusal in the envelope, with its status (and `Retry-After` when it lifts)."""
+    headers = {"Retry-After": str(error.retry_after)} if error.retry_after is not None else None
+    return JSONResponse(
+        envelope(error.code, error.message, error.details),
+        status_code=error.status,
+        headers=headers,
+    )
+
+
 def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(ApiError)
     async def _api_error(_request: Request, error: ApiError) -> JSONResponse:
         return error_response(error)
+
+    @app.exception_handler(DomainError)
+    async def _refused(_request: Request, error: DomainError) -> JSONResponse:
+        return refusal_response(error)
 
     async def _database_down(_request: Request, error: Exception) -> JSONResponse:
         log.warning("database unavailable: %s", str(error).partition("\n")[0])

@@ -1,5 +1,5 @@
-"""What one gateway process holds: the shared services, the dispatcher, the rate limiter, the
-metrics and, in embedded mode, the workers running in this process (assembled by
+"""What one gateway process holds: the shared services, the dispatcher, job creation, the rate
+limiter, the metrics and, in embedded mode, the workers running in this process (assembled by
 `sfumato/processes.py`)."""
 
 from __future__ import annotations
@@ -9,6 +9,7 @@ from typing import Protocol
 
 from fastapi import Request
 
+from core.jobs.creation import JobCreation
 from core.jobs.dispatch import Dispatcher
 from core.services import Services
 from gateway.limits import RateLimiter
@@ -27,6 +28,7 @@ class InProcessWorkers(Protocol):
 class Gateway:
     services: Services
     dispatcher: Dispatcher
+    creation: JobCreation
     limiter: RateLimiter
     metrics: GatewayMetrics
     embedded_workers: InProcessWorkers | None = None

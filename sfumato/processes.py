@@ -9,6 +9,7 @@ import threading
 
 from core.broker import TaskPublisher, broker_queue
 from core.jobs.contract import QUEUES
+from core.jobs.creation import JobCreation
 from core.jobs.dispatch import Dispatcher
 from core.services import Services
 from gateway.limits import RateLimiter
@@ -39,6 +40,7 @@ def build_gateway(services: Services, run_workers: bool) -> Gateway:
     return Gateway(
         services=services,
         dispatcher=dispatcher,
+        creation=JobCreation(services, dispatcher),
         limiter=RateLimiter.from_settings(settings, services.config.rate_limits),
         metrics=GatewayMetrics(services.events),
         embedded_workers=workers,

@@ -9,11 +9,17 @@ from __future__ import annotations
 from sqlalchemy.orm import Session
 
 from core.credits import repository
+from core.errors import DomainError
 
 
-class InsufficientCredits(Exception):
+class InsufficientCredits(DomainError):
+    status = 402
+    code = "INSUFFICIENT_CREDITS"
+
     def __init__(self, required: int, available: int) -> None:
-        super().__init__(f"{required} credits required, {available} available")
+        super().__init__(
+            "Insufficient credits", {"creditsRequired": required, "creditsAvailable": available}
+        )
         self.required = required
         self.available = available
 

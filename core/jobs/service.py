@@ -20,6 +20,7 @@ from core.accounts.service import Caller
 from core.clock import utcnow
 from core.credits import service as credits
 from core.db import Database
+from core.errors import DomainError
 from core.idempotency import repository as idempotency_repository
 from core.ids import new_id
 from core.jobs import repository
@@ -60,30 +61,51 @@ class IdempotencyClaim:
     body_hash: str
 
 
-class CreateRefused(Exception):
-    """A create the account's plan or balance does not allow; nothing was written."""
+class CreateRefused(DomainError):
+    """A create the account's plan does not allow, or a reused Idempotency-Key; nothing was
+    written. (A balance too low is `core.credits.service.InsufficientCredits`.)"""
 
 
 class SubscriptionRequired(CreateRefused):
-    pass
+    status = 402
+    code = "SUBSCRIPTION_REQUIRED"
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(f"A subscription is required: {reason}")
 
 
 class ConcurrentLimitReached(CreateRefused):
+    status = 429
+    code = "CONCURRENT_LIMIT_REACHED"
+
     def __init__(self, limit: int, in_flight: int) -> None:
-        super().__init__(f"{in_flight} of {limit} allowed generations in flight")
+        super().__init__(
+            "Too many generations in flight; poll the existing jobs before starting more",
+            {"limit": limit, "inFlight": in_flight},
+        )
         self.limit = limit
         self.in_flight = in_flight
 
 
 class UsageLimitExceeded(CreateRefused):
+    status = 429
+    code = "USAGE_LIMIT_EXCEEDED"
+
     def __init__(self, cap: int, retry_after: int) -> None:
-        super().__init__(f"the daily cap of {cap} generations is spent")
+        super().__init__(
+            f"Usage limit exceeded: the daily cap of {cap} generations is spent",
+            {"dailyLimit": cap},
+            retry_after=retry_after,
+        )
         self.cap = cap
-        self.retry_after = retry_after
 
 
 class IdempotencyKeyReused(CreateRefused):
-    pass
+    status = 422
+    code = "IDEMPOTENCY_KEY_REUSED"
+
+    def __init__(self) -> None:
+        super().__init__("This Idempotency-Key was already used with a different request")
 
 
 IDEMPOTENCY_TTL = timedelta(hours=24)
@@ -122,7 +144,7 @@ def _replay(
         idempotency_repository.remove(session, record)
         return None
     if record.endpoint != claim.endpoint or record.body_hash != claim.body_hash:
-        raise IdempotencyKeyReused("this Idempotency-Key was used with another request")
+        raise IdempotencyKeyReused()
     return repository.get(session, record.job_id)
 
 

@@ -19,6 +19,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from core.clock import utcnow
+from core.errors import InvalidInput
 from core.fetch import FetchPolicy, FetchRefused, fetch
 from core.ids import new_id, parse_uuid
 from core.images import NotAnImage, TooManyPixels, inspect_image
@@ -57,12 +58,14 @@ class Reference:
         }
 
 
-class UnresolvedReferences(Exception):
+class UnresolvedReferences(InvalidInput):
     """Some fields did not resolve; `details` maps each field path to the reason."""
 
-    def __init__(self, details: dict[str, str]) -> None:
-        super().__init__("A referenced image could not be resolved")
-        self.details = details
+    def __init__(
+        self, details: dict[str, str], message: str = "A referenced image could not be resolved"
+    ) -> None:
+        super().__init__(details, message)
+        self.details: dict[str, str] = details
 
 
 class _Unresolved(Exception):

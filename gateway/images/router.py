@@ -7,11 +7,16 @@ from typing import Any
 from fastapi import APIRouter, Depends, Request, Response
 
 from core.accounts.service import Caller
+from core.jobs.creation import (
+    EditJobRequest,
+    GenerateJobRequest,
+    ReframeJobRequest,
+    UpscaleJobRequest,
+)
 from gateway.auth import current_caller
 from gateway.contract import CREATE_ERROR_RESPONSES, ContractRoute, JobEnvelope
-from gateway.images import service
 from gateway.images.schemas import EditRequest, GenerateRequest, ResizeRequest, UpscaleRequest
-from gateway.jobs.creation import IdempotencyKey, accepted, claim_for
+from gateway.jobs.creation import IdempotencyKey, accepted, claim_for, create_job
 from gateway.runtime import Gateway, get_gateway
 
 router = APIRouter(route_class=ContractRoute, responses=CREATE_ERROR_RESPONSES)
@@ -28,9 +33,17 @@ def generate(
     caller: Caller = Depends(current_caller),
     gateway: Gateway = Depends(get_gateway),
 ) -> Any:
-    claim = claim_for(idempotency_key, request, body)
-    job, replayed = service.generate(gateway, caller, body, claim)
-    return accepted(request, response, gateway, job, replayed)
+    job_request = GenerateJobRequest(
+        prompt=body.prompt,
+        aspect_ratio=body.aspectRatio,
+        quality=body.quality,
+        resolution=body.resolution,
+        variations=body.variations,
+        style_id=body.styleId,
+        references=body.references,
+    )
+    created = create_job(gateway, caller, job_request, claim_for(idempotency_key, request, body))
+    return accepted(request, response, gateway, created)
 
 
 @router.post(
@@ -44,9 +57,11 @@ def edit(
     caller: Caller = Depends(current_caller),
     gateway: Gateway = Depends(get_gateway),
 ) -> Any:
-    claim = claim_for(idempotency_key, request, body)
-    job, replayed = service.edit(gateway, caller, body, claim)
-    return accepted(request, response, gateway, job, replayed)
+    job_request = EditJobRequest(
+        image_id=body.imageId, prompt=body.prompt, style_id=body.styleId, references=body.references
+    )
+    created = create_job(gateway, caller, job_request, claim_for(idempotency_key, request, body))
+    return accepted(request, response, gateway, created)
 
 
 @router.post(
@@ -63,9 +78,11 @@ def resize(
     caller: Caller = Depends(current_caller),
     gateway: Gateway = Depends(get_gateway),
 ) -> Any:
-    claim = claim_for(idempotency_key, request, body)
-    job, replayed = service.resize(gateway, caller, body, claim)
-    return accepted(request, response, gateway, job, replayed)
+    job_request = ReframeJobRequest(
+        image_id=body.imageId, aspect_ratio=body.aspectRatio, resolution=body.resolution
+    )
+    created = create_job(gateway, caller, job_request, claim_for(idempotency_key, request, body))
+    return accepted(request, response, gateway, created)
 
 
 @router.post(
@@ -79,6 +96,6 @@ def upscale(
     caller: Caller = Depends(current_caller),
     gateway: Gateway = Depends(get_gateway),
 ) -> Any:
-    claim = claim_for(idempotency_key, request, body)
-    job, replayed = service.upscale(gateway, caller, body, claim)
-    return accepted(request, response, gateway, job, replayed)
+    job_request = UpscaleJobRequest(image_id=body.imageId, resolution=body.resolution)
+    created = create_job(gateway, caller, job_request, claim_for(idempotency_key, request, body))
+    return accepted(request, response, gateway, created)

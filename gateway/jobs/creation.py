@@ -1,4 +1,5 @@
-"""The one way every create endpoint makes a job: idempotency, limits, credits, publish."""
+"""What every create endpoint shares: the `Idempotency-Key` header, the core creation call, and
+the 202 answer."""
 
 from __future__ import annotations
 
@@ -10,10 +11,8 @@ from fastapi import Header, Request, Response
 from pydantic import BaseModel
 
 from core.accounts.service import Caller
-from core.credits.service import InsufficientCredits
 from core.jobs import service as jobs_service
-from core.tables import Job
-from gateway.errors import ApiError
+from core.jobs.creation import CreatedJob, JobRequest
 from gateway.jobs.router import presenter_for
 from gateway.runtime import Gateway
 
@@ -41,61 +40,23 @@ def claim_for(
     )
 
 
-def _refusal(error: Exception) -> ApiError:
-    if isinstance(error, InsufficientCredits):
-        return ApiError(
-            402,
-            "INSUFFICIENT_CREDITS",
-            "Insufficient credits",
-            {"creditsRequired": error.required, "creditsAvailable": error.available},
-        )
-    if isinstance(error, jobs_service.SubscriptionRequired):
-        return ApiError(402, "SUBSCRIPTION_REQUIRED", f"A subscription is required: {error}")
-    if isinstance(error, jobs_service.ConcurrentLimitReached):
-        return ApiError(
-            429,
-            "CONCURRENT_LIMIT_REACHED",
-            "Too many generations in flight; poll the existing jobs before starting more",
-            {"limit": error.limit, "inFlight": error.in_flight},
-        )
-    if isinstance(error, jobs_service.UsageLimitExceeded):
-        return ApiError(
-            429,
-            "USAGE_LIMIT_EXCEEDED",
-            f"Usage limit exceeded: {error}",
-            {"dailyLimit": error.cap},
-            headers={"Retry-After": str(error.retry_after)},
-        )
-    if isinstance(error, jobs_service.IdempotencyKeyReused):
-        return ApiError(
-            422,
-            "IDEMPOTENCY_KEY_REUSED",
-            "This Idempotency-Key was already used with a different request",
-        )
-    raise error
-
-
 def create_job(
     gateway: Gateway,
     caller: Caller,
-    new: jobs_service.NewJob,
+    job_request: JobRequest,
     claim: jobs_service.IdempotencyClaim | None,
-) -> tuple[Job, bool]:
-    """Create (reserving credits, within the plan) and publish; or replay an earlier create."""
-    try:
-        job, replayed = jobs_service.create(gateway.services.db, caller, new, claim)
-    except (InsufficientCredits, jobs_service.CreateRefused) as error:
-        raise _refusal(error) from None
-    if not replayed:
-        gateway.metrics.job_created(job.type)
-        gateway.dispatcher.publish_new(job)
-    return job, replayed
+) -> CreatedJob:
+    """The core create, counted by the gateway's metrics when it made a job."""
+    created = gateway.creation.create(caller, job_request, claim)
+    if not created.replayed:
+        gateway.metrics.job_created(created.job.type)
+    return created
 
 
 def accepted(
-    request: Request, response: Response, gateway: Gateway, job: Job, replayed: bool
+    request: Request, response: Response, gateway: Gateway, created: CreatedJob
 ) -> dict[str, Any]:
     """The 202 body of a create; a replay says so in `Idempotent-Replayed`."""
-    if replayed:
+    if created.replayed:
         response.headers["Idempotent-Replayed"] = "true"
-    return {"data": presenter_for(request, gateway).created(job)}
+    return {"data": presenter_for(request, gateway).created(created.job)}

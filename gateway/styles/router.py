@@ -11,15 +11,13 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Annotated, Any
-from urllib.parse import urlsplit
 
 from fastapi import APIRouter, Depends, Query, Request, Response
 
 from core.accounts.service import Caller
 from core.ids import parse_uuid
-from core.jobs import service as jobs_service
+from core.jobs.creation import ExtractStyleJobRequest
 from core.pagination import BadCursor
-from core.prices import price_of
 from core.references.service import UnresolvedReferences
 from core.styles import service as styles_service
 from core.styles.service import AssetSemantics, FolderCache, StyleNotFound
@@ -68,23 +66,9 @@ def extract(
     caller: Caller = Depends(current_caller),
     gateway: Gateway = Depends(get_gateway),
 ) -> Any:
-    parts = urlsplit(body.url)
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise validation_error({"url": "must be an http or https URL"})
-    inputs = {"url": body.url}
-    job, replayed = create_job(
-        gateway,
-        caller,
-        jobs_service.NewJob(
-            type="style.extract",
-            operation="extract_style",
-            queue="style",
-            inputs=inputs,
-            price=price_of(gateway.services.config.prices, "extract_style", inputs),
-        ),
-        claim_for(idempotency_key, request, body),
-    )
-    return accepted(request, response, gateway, job, replayed)
+    job_request = ExtractStyleJobRequest(url=body.url)
+    created = create_job(gateway, caller, job_request, claim_for(idempotency_key, request, body))
+    return accepted(request, response, gateway, created)
 
 
 @router.get("/styles", response_model=StylePage, summary="List saved styles, newest first")

@@ -6,7 +6,8 @@ from typing import Annotated, Literal
 
 from pydantic import Field, StringConstraints
 
-from gateway.contract import ReferenceImage, RequestModel, ResponseModel
+from core.jobs.contract import ImageReference, PageUrl
+from gateway.contract import RequestModel, ResponseModel
 
 Hex = Annotated[str, StringConstraints(pattern=r"^#[0-9A-Fa-f]{6}$")]
 ColourName = Annotated[str, StringConstraints(min_length=1, max_length=50)]
@@ -14,7 +15,7 @@ Role = Annotated[str, StringConstraints(max_length=200)]
 
 
 class ExtractRequest(RequestModel):
-    url: Annotated[str, StringConstraints(min_length=1, max_length=2048)]
+    url: PageUrl
 
 
 class SolidColour(ResponseModel):
@@ -95,7 +96,7 @@ class LinkAssetsRequest(RequestModel):
     """Images to link into a style's folder: references as on generate (SPEC.md "Reference
     image"), 1 to 20 of them."""
 
-    images: Annotated[list[ReferenceImage], Field(min_length=1, max_length=20)]
+    images: Annotated[list[ImageReference], Field(min_length=1, max_length=20)]
 
 
 class StyleAssetItem(ResponseModel):

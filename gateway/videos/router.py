@@ -7,11 +7,11 @@ from typing import Any
 from fastapi import APIRouter, Depends, Request, Response
 
 from core.accounts.service import Caller
+from core.jobs.creation import AnimateJobRequest, TransitionJobRequest
 from gateway.auth import current_caller
 from gateway.contract import CREATE_ERROR_RESPONSES, ContractRoute, JobEnvelope
-from gateway.jobs.creation import IdempotencyKey, accepted, claim_for
+from gateway.jobs.creation import IdempotencyKey, accepted, claim_for, create_job
 from gateway.runtime import Gateway, get_gateway
-from gateway.videos import service
 from gateway.videos.schemas import FramesRequest, ImageToVideoRequest
 
 router = APIRouter(route_class=ContractRoute, responses=CREATE_ERROR_RESPONSES)
@@ -31,9 +31,16 @@ def image_to_video(
     caller: Caller = Depends(current_caller),
     gateway: Gateway = Depends(get_gateway),
 ) -> Any:
-    claim = claim_for(idempotency_key, request, body)
-    job, replayed = service.image_to_video(gateway, caller, body, claim)
-    return accepted(request, response, gateway, job, replayed)
+    job_request = AnimateJobRequest(
+        image=body.image,
+        prompt=body.prompt,
+        duration=body.duration,
+        resolution=body.resolution,
+        audio=body.audio,
+        negative_prompt=body.negativePrompt,
+    )
+    created = create_job(gateway, caller, job_request, claim_for(idempotency_key, request, body))
+    return accepted(request, response, gateway, created)
 
 
 @router.post(
@@ -50,6 +57,15 @@ def frames(
     caller: Caller = Depends(current_caller),
     gateway: Gateway = Depends(get_gateway),
 ) -> Any:
-    claim = claim_for(idempotency_key, request, body)
-    job, replayed = service.frames(gateway, caller, body, claim)
-    return accepted(request, response, gateway, job, replayed)
+    job_request = TransitionJobRequest(
+        start_image=body.startImage,
+        end_image=body.endImage,
+        prompt=body.prompt,
+        duration=body.duration,
+        aspect_ratio=body.aspectRatio,
+        resolution=body.resolution,
+        audio=body.audio,
+        negative_prompt=body.negativePrompt,
+    )
+    created = create_job(gateway, caller, job_request, claim_for(idempotency_key, request, body))
+    return accepted(request, response, gateway, created)

@@ -1,31 +1,35 @@
-"""Request bodies of the video operations (SPEC.md "Videos")."""
+"""Request bodies of the video operations (SPEC.md "Videos"); their bounds are core's
+(`core/jobs/contract.py`)."""
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
-
-from pydantic import Field
-
-from gateway.contract import NegativePrompt, Prompt, ReferenceImage, RequestModel
-
-VideoResolution = Literal["480p", "720p"]
+from core.jobs.contract import (
+    AnimateDuration,
+    FramesAspectRatio,
+    FramesDuration,
+    ImageReference,
+    NegativePrompt,
+    Prompt,
+    VideoResolution,
+)
+from gateway.contract import RequestModel
 
 
 class ImageToVideoRequest(RequestModel):
-    image: ReferenceImage
+    image: ImageReference
     prompt: Prompt
-    duration: Annotated[float, Field(ge=1, le=15)] = 6
+    duration: AnimateDuration = 6
     resolution: VideoResolution = "720p"
     audio: bool = True
     negativePrompt: NegativePrompt | None = None
 
 
 class FramesRequest(RequestModel):
-    startImage: ReferenceImage
-    endImage: ReferenceImage
+    startImage: ImageReference
+    endImage: ImageReference
     prompt: Prompt
-    duration: Annotated[float, Field(ge=4, le=15)] = 6
-    aspectRatio: Literal["16:9", "9:16", "4:3", "3:4", "1:1", "21:9", "auto"] = "auto"
+    duration: FramesDuration = 6
+    aspectRatio: FramesAspectRatio = "auto"
     resolution: VideoResolution = "720p"
     audio: bool = True
     negativePrompt: NegativePrompt | None = None

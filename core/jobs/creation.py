@@ -1,0 +1,318 @@
+"""Making a job, the one way every front end does it (the API, the dashboard): a typed request
+per operation is resolved (the images and style it names), sized, priced, created within the
+account's plan and credits (with its idempotency record) and published.
+
+Requests are plain typed values, validated on construction with the bounds of
+`core/jobs/contract.py`; the result is a `CreatedJob`; refusals are `core.errors.DomainError`s
+(`InvalidInput` naming the fields that did not resolve, `InsufficientCredits`, `CreateRefused`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlsplit
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from core.accounts.service import Caller
+from core.errors import InvalidInput
+from core.jobs import service as jobs_service
+from core.jobs.contract import (
+    AnimateDuration,
+    FramesAspectRatio,
+    FramesDuration,
+    GenerateAspectRatio,
+    ImageReference,
+    ImageResolution,
+    NegativePrompt,
+    PageUrl,
+    Prompt,
+    Quality,
+    References,
+    ResizeAspectRatio,
+    Variations,
+    VideoResolution,
+)
+from core.jobs.dispatch import Dispatcher
+from core.prices import price_of
+from core.references.service import (
+    Reference,
+    SourceImage,
+    UnresolvedReferences,
+    resolve_references,
+    resolve_source_image,
+)
+from core.services import Services
+from core.sizes import image_size, image_size_for_ratio, parse_ratio, resolution_of, video_size
+from core.styles import service as styles_service
+from core.tables import Job
+
+
+class JobRequest(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class GenerateJobRequest(JobRequest):
+    prompt: Prompt
+    aspect_ratio: GenerateAspectRatio
+    quality: Quality
+    resolution: ImageResolution
+    variations: Variations
+    style_id: str | None = None
+    references: References = Field(default_factory=list)
+
+
+class EditJobRequest(JobRequest):
+    image_id: str
+    prompt: Prompt
+    style_id: str | None = None
+    references: References = Field(default_factory=list)
+
+
+class ReframeJobRequest(JobRequest):
+    image_id: str
+    aspect_ratio: ResizeAspectRatio
+    resolution: ImageResolution
+
+
+class UpscaleJobRequest(JobRequest):
+    image_id: str
+    resolution: ImageResolution
+
+
+class AnimateJobRequest(JobRequest):
+    image: ImageReference
+    prompt: Prompt
+    duration: AnimateDuration
+    resolution: VideoResolution
+    audio: bool
+    negative_prompt: NegativePrompt | None = None
+
+
+class TransitionJobRequest(JobRequest):
+    start_image: ImageReference
+    end_image: ImageReference
+    prompt: Prompt
+    duration: FramesDuration
+    aspect_ratio: FramesAspectRatio
+    resolution: VideoResolution
+    audio: bool
+    negative_prompt: NegativePrompt | None = None
+
+
+class ExtractStyleJobRequest(JobRequest):
+    url: PageUrl
+
+
+@dataclass(frozen=True)
+class CreatedJob:
+    job: Job
+    # True when an earlier request with the same Idempotency-Key made the job (nothing charged).
+    replayed: bool
+
+
+class JobCreation:
+    def __init__(self, services: Services, dispatcher: Dispatcher) -> None:
+        self.services = services
+        self.dispatcher = dispatcher
+        self._plans: dict[type[JobRequest], Callable[[Caller, Any], jobs_service.NewJob]] = {
+            GenerateJobRequest: self._generate,
+            EditJobRequest: self._edit,
+            ReframeJobRequest: self._reframe,
+            UpscaleJobRequest: self._upscale,
+            AnimateJobRequest: self._animate,
+            TransitionJobRequest: self._transition,
+            ExtractStyleJobRequest: self._extract_style,
+        }
+
+    def create(
+        self,
+        caller: Caller,
+        request: JobRequest,
+        idempotency: jobs_service.IdempotencyClaim | None = None,
+    ) -> CreatedJob:
+        """Create (reserving credits, within the plan) and publish; or replay an earlier
+        create made with the same Idempotency-Key."""
+        new = self._plans[type(request)](caller, request)
+        job, replayed = jobs_service.create(self.services.db, caller, new, idempotency)
+        if not replayed:
+            self.dispatcher.publish_new(job)
+        return CreatedJob(job, replayed)
+
+    def _new_job(
+        self,
+        job_type: str,
+        operation: str,
+        queue: str,
+        inputs: dict[str, Any],
+        parent_job_id: str | None = None,
+    ) -> jobs_service.NewJob:
+        return jobs_service.NewJob(
+            type=job_type,
+            operation=operation,
+            queue=queue,
+            inputs=inputs,
+            price=price_of(self.services.config.prices, operation, inputs),
+            parent_job_id=parent_job_id,
+        )
+
+    def _generate(self, caller: Caller, request: GenerateJobRequest) -> jobs_service.NewJob:
+        style_hints, references = self._lent(caller, request.style_id, request.references)
+        width, height = image_size(request.aspect_ratio, request.resolution)
+        inputs = {
+            "prompt": request.prompt,
+            "aspectRatio": request.aspect_ratio,
+            "quality": request.quality,
+            "resolution": request.resolution,
+            "variations": request.variations,
+            "width": width,
+            "height": height,
+            "styleId": request.style_id,
+            "style": style_hints,
+            "references": references,
+        }
+        return self._new_job("image.generate", "generate", "image", inputs)
+
+    def _lent(
+        self, caller: Caller, style_id: str | None, reference_values: list[str]
+    ) -> tuple[dict[str, Any] | None, list[dict[str, Any]]]:
+        """What the caller's style and reference images lend a generate or an edit: the style's
+        hints and the resolved references' inputs. Everything that cannot be resolved is named
+        in one refusal (`styleId`, `references[i]`)."""
+        unresolved: dict[str, str] = {}
+        style_hints = None
+        if style_id is not None:
+            style = styles_service.get_owned(self.services.db, caller.account_id, style_id)
+            if style is None:
+                unresolved["styleId"] = "style not found"
+            else:
+                style_hints = styles_service.generation_hints(style)
+        references: dict[str, Reference] = {}
+        try:
+            references = resolve_references(
+                self.services,
+                caller.account_id,
+                {f"references[{index}]": value for index, value in enumerate(reference_values)},
+            )
+        except UnresolvedReferences as error:
+            unresolved.update(error.details)
+        if unresolved:
+            raise UnresolvedReferences(unresolved, "A referenced resource could not be resolved")
+        return style_hints, [reference.as_input() for reference in references.values()]
+
+    def _source(self, caller: Caller, image_id: str) -> SourceImage:
+        try:
+            return resolve_source_image(self.services, caller.account_id, image_id)
+        except UnresolvedReferences as error:
+            raise UnresolvedReferences(
+                error.details, "The image to work on could not be resolved"
+            ) from None
+
+    def _edit_job(
+        self, operation: str, source: SourceImage, inputs: dict[str, Any]
+    ) -> jobs_service.NewJob:
+        """Edit, resize and upscale are all `image.edit` jobs whose parent made their source,
+        so the chain of edits can be replayed."""
+        inputs = {**inputs, "source": source.reference.as_input()}
+        return self._new_job("image.edit", operation, "image", inputs, source.job_id)
+
+    def _edit(self, caller: Caller, request: EditJobRequest) -> jobs_service.NewJob:
+        source = self._source(caller, request.image_id)
+        style_hints, references = self._lent(caller, request.style_id, request.references)
+        width, height = source.reference.width, source.reference.height
+        inputs = {
+            "imageId": request.image_id,
+            "prompt": request.prompt,
+            "styleId": request.style_id,
+            "style": style_hints,
+            "references": references,
+            "width": width,
+            "height": height,
+            "resolution": resolution_of(width, height),
+        }
+        return self._edit_job("edit", source, inputs)
+
+    def _reframe(self, caller: Caller, request: ReframeJobRequest) -> jobs_service.NewJob:
+        source = self._source(caller, request.image_id)
+        width, height = image_size(request.aspect_ratio, request.resolution)
+        inputs = {
+            "imageId": request.image_id,
+            "aspectRatio": request.aspect_ratio,
+            "resolution": request.resolution,
+            "width": width,
+            "height": height,
+        }
+        return self._edit_job("reframe", source, inputs)
+
+    def _upscale(self, caller: Caller, request: UpscaleJobRequest) -> jobs_service.NewJob:
+        source = self._source(caller, request.image_id)
+        width, height = image_size_for_ratio(
+            source.reference.width, source.reference.height, request.resolution
+        )
+        inputs = {
+            "imageId": request.image_id,
+            "resolution": request.resolution,
+            "width": width,
+            "height": height,
+        }
+        return self._edit_job("upscale", source, inputs)
+
+    def _frames(self, caller: Caller, fields: dict[str, str]) -> dict[str, Reference]:
+        try:
+            return resolve_references(self.services, caller.account_id, fields)
+        except UnresolvedReferences as error:
+            raise UnresolvedReferences(error.details, "A frame could not be resolved") from None
+
+    def _animate(self, caller: Caller, request: AnimateJobRequest) -> jobs_service.NewJob:
+        image = self._frames(caller, {"image": request.image})["image"]
+        # The clip takes the aspect ratio of its image (CONTRACT.md "Videos").
+        width, height = video_size(image.width, image.height, request.resolution)
+        inputs = {
+            "image": image.as_input(),
+            "prompt": request.prompt,
+            "negativePrompt": request.negative_prompt,
+            "duration": request.duration,
+            "resolution": request.resolution,
+            "audio": request.audio,
+            "width": width,
+            "height": height,
+        }
+        return self._new_job("video.generate", "animate", "video", inputs)
+
+    def _transition(self, caller: Caller, request: TransitionJobRequest) -> jobs_service.NewJob:
+        frames = self._frames(
+            caller, {"startImage": request.start_image, "endImage": request.end_image}
+        )
+        start = frames["startImage"]
+        if request.aspect_ratio == "auto":
+            ratio: tuple[float, float] = (start.width, start.height)
+        else:
+            ratio = parse_ratio(request.aspect_ratio)
+        width, height = video_size(*ratio, request.resolution)
+        inputs = {
+            "startImage": start.as_input(),
+            "endImage": frames["endImage"].as_input(),
+            "prompt": request.prompt,
+            "negativePrompt": request.negative_prompt,
+            "duration": request.duration,
+            "aspectRatio": request.aspect_ratio,
+            "resolution": request.resolution,
+            "audio": request.audio,
+            "width": width,
+            "height": height,
+        }
+        return self._new_job("video.generate", "transition", "video", inputs)
+
+    def _extract_style(
+        self, _caller: Caller, request: ExtractStyleJobRequest
+    ) -> jobs_service.NewJob:
+        try:
+            parts = urlsplit(request.url)
+            web_page = parts.scheme in ("http", "https") and bool(parts.hostname)
+        except ValueError:
+            web_page = False
+        if not web_page:
+            raise InvalidInput({"url": "must be an http or https URL"})
+        return self._new_job("style.extract", "extract_style", "style", {"url": request.url})
