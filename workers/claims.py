@@ -1,0 +1,92 @@
+"""Taking a job and keeping it: the claim (retried through a database blip) and the lease keeper
+that renews it while the pipeline runs and notices when the job is no longer this worker's."""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+
+from core.db import DATABASE_UNAVAILABLE
+from core.jobs import service as jobs_service
+from core.services import Services
+from pipelines.base import Cancelled
+
+log = logging.getLogger(__name__)
+# About ten seconds of a database out of reach before a claim gives up.
+CLAIM_ATTEMPTS = 8
+
+
+class ClaimLost(Exception):
+    """The job was cancelled or handed to another worker while this one ran it."""
+
+
+def claim_job(services: Services, job_id: str) -> jobs_service.Claim | None:
+    """The claim, or None when the job is not (or no longer) pending; tried again while the
+    database is briefly out of reach (a dropped connection, a failover): giving up acknowledges
+    the message, and the sweep would only republish the job minutes later."""
+    delay = 0.2
+    for attempt in range(1, CLAIM_ATTEMPTS + 1):
+        try:
+            return jobs_service.claim(services.db, job_id, services.settings.lease_seconds)
+        except DATABASE_UNAVAILABLE as error:
+            if attempt == CLAIM_ATTEMPTS:
+                raise
+            log.warning("claiming job %s failed (%s); retrying", job_id, type(error).__name__)
+            time.sleep(delay)
+            delay = min(delay * 2, 2.0)
+    return None
+
+
+class LeaseKeeper:
+    """Renews the job's lease in the background and notices a cancel or a lost claim.
+
+    `progress` (the job's, 0..1) only reads a flag this thread sets, so checking for cancel at
+    every step costs nothing. The thread reads the claim a few times a second (a read, which
+    never waits for writers) and writes the lease only every third of its length, so running
+    jobs do not crowd the database's write lock.
+    """
+
+    def __init__(self, services: Services, claim: jobs_service.Claim) -> None:
+        self._services = services
+        self._claim = claim
+        self._fraction = 0.0
+        self._lost = threading.Event()
+        self._stop = threading.Event()
+        self._check_interval = min(0.25, services.settings.lease_seconds / 4)
+        self._renew_interval = services.settings.lease_seconds / 3
+        self._thread = threading.Thread(
+            target=self._run, name=f"lease-{claim.job.id[:8]}", daemon=True
+        )
+
+    def __enter__(self) -> LeaseKeeper:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def _run(self) -> None:
+        db = self._services.db
+        renewed_at = time.monotonic()
+        while not self._stop.wait(self._check_interval):
+            try:
+                if time.monotonic() - renewed_at >= self._renew_interval:
+                    alive = jobs_service.renew_lease(
+                        db, self._claim, self._services.settings.lease_seconds, self._fraction
+                    )
+                    renewed_at = time.monotonic()
+                else:
+                    alive = jobs_service.holds_claim(db, self._claim)
+            except Exception as error:  # the database blinked: the lease outlives a blink
+                log.warning("could not renew the lease of job %s: %s", self._claim.job.id, error)
+                continue
+            if not alive:
+                self._lost.set()
+                return
+
+    def progress(self, fraction: float, message: str | None = None) -> None:
+        self._fraction = max(0.0, min(1.0, fraction))
+        if self._lost.is_set():
+            raise Cancelled()

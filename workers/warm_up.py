@@ -1,0 +1,22 @@
+"""What a worker prepares before it takes jobs: the pipelines of its queues, loaded now (so a
+missing model stops the worker at start rather than failing its first job), and the counting of
+the model cache's lookups in the worker metrics."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from core.jobs.contract import QUEUE_OF_OPERATION
+from models.cache import shared_cache
+from pipelines.registry import PipelineRegistry
+from workers import metrics
+
+
+def warm_up(pipelines: PipelineRegistry, queues: Sequence[str]) -> None:
+    for operation in pipelines.operations():
+        if QUEUE_OF_OPERATION.get(operation) in queues:
+            pipelines.get(operation)
+
+
+def count_model_cache_lookups() -> None:
+    metrics.watch_model_cache(shared_cache())
