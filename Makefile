@@ -58,6 +58,7 @@ lint: dev
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
+	$(BIN)/lint-imports --no-logo
 
 format: dev
 	$(BIN)/ruff format .
@@ -75,4 +76,4 @@ gallery: dev
 	$(BIN)/python tools/video_gallery.py
 
 clean:
-	rm -rf $(VENV) data .mypy_cache .pytest_cache .ruff_cache
+	rm -rf $(VENV) data .mypy_cache .pytest_cache .ruff_cache .import_linter_cache
