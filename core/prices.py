@@ -1,26 +1,35 @@
-"""The one function that prices an operation, used by the API, the ledger and the docs."""
+"""The one function that prices a job, used by job creation, the ledger and the docs."""
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
-from typing import Any
 
-from core.config import Prices
+from core.config import Prices, ResolutionPrices, VideoPrices
+from core.jobs.contract import (
+    AnimateInputs,
+    EditInputs,
+    ExtractStyleInputs,
+    GenerateInputs,
+    JobInputs,
+    ReframeInputs,
+    TransitionInputs,
+    UpscaleInputs,
+)
 
 
-def price_of(prices: Prices, operation: str, inputs: Mapping[str, Any]) -> int:
-    """Credits an operation with these (validated) inputs costs, per the configured table."""
-    if operation == "generate":
+def price_of(prices: Prices, inputs: JobInputs) -> int:
+    """Credits a job with these inputs costs, per the configured table."""
+    if isinstance(inputs, GenerateInputs):
         table = prices.generate
-        per_image = table.quality[inputs["quality"]] * table.resolution[inputs["resolution"]]
-        return per_image * int(inputs["variations"])
-    if operation in ("edit", "reframe", "upscale"):
-        resolution_table: Mapping[str, int] = getattr(prices, operation).resolution
-        return resolution_table[inputs["resolution"]]
-    if operation in ("animate", "transition"):
-        per_second = getattr(prices, operation).per_second[inputs["resolution"]]
-        return math.ceil(per_second * float(inputs["duration"]))
-    if operation == "extract_style":
+        per_image = table.quality[inputs.quality] * table.resolution[inputs.resolution]
+        return per_image * inputs.variations
+    if isinstance(inputs, EditInputs | ReframeInputs | UpscaleInputs):
+        # The price tables are named after the operations they price.
+        by_resolution: ResolutionPrices = getattr(prices, inputs.operation)
+        return by_resolution.resolution[inputs.resolution]
+    if isinstance(inputs, AnimateInputs | TransitionInputs):
+        by_second: VideoPrices = getattr(prices, inputs.operation)
+        return math.ceil(by_second.per_second[inputs.resolution] * inputs.duration)
+    if isinstance(inputs, ExtractStyleInputs):
         return prices.extract_style.flat
-    raise ValueError(f"no price for operation {operation!r}")
+    raise ValueError(f"no price for {type(inputs).__name__}")

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import math
+from typing import cast
+
+from core.jobs.contract import ImageResolution
 
 IMAGE_RESOLUTION_BASE = {"1K": 1024, "2K": 2048, "4K": 4096}
 VIDEO_SHORT_SIDE = {"480p": 480, "720p": 720}
@@ -30,10 +33,13 @@ def image_size_for_ratio(a: float, b: float, resolution: str) -> tuple[int, int]
     return _round_to_16(base * math.sqrt(a / b)), _round_to_16(base * math.sqrt(b / a))
 
 
-def resolution_of(width: int, height: int) -> str:
+def resolution_of(width: int, height: int) -> ImageResolution:
     """The resolution class whose area is nearest an image's (for pricing edits)."""
     area = width * height
-    return min(IMAGE_RESOLUTION_BASE, key=lambda name: abs(IMAGE_RESOLUTION_BASE[name] ** 2 - area))
+    nearest = min(
+        IMAGE_RESOLUTION_BASE, key=lambda name: abs(IMAGE_RESOLUTION_BASE[name] ** 2 - area)
+    )
+    return cast(ImageResolution, nearest)
 
 
 def video_size(width_ratio: float, height_ratio: float, resolution: str) -> tuple[int, int]:

@@ -6,12 +6,22 @@ the batcher, so compatible jobs running at once can share one pipeline call."""
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
 from typing import Any
 
 from PIL import Image
 
 from core.images import decode_first_frame
+from core.jobs.contract import (
+    AnimateInputs,
+    EditInputs,
+    GenerateInputs,
+    InputImage,
+    LentStyle,
+    ReframeInputs,
+    TransitionInputs,
+    UpscaleInputs,
+    inputs_of,
+)
 from core.services import Services
 from core.storage import StorageError
 from core.tables import Job
@@ -40,106 +50,93 @@ class Operations:
         self.services = services
         self.pipelines = pipelines
         self.batcher = batcher
-        self._runs: dict[str, Callable[[Job, JobControl, str], ImageOutput | VideoOutput]] = {
-            "generate": self._generate,
-            "edit": self._edit,
-            "reframe": self._reframe,
-            "upscale": self._upscale,
-            "animate": self._animate,
-            "transition": self._transition,
-        }
 
     def run(self, job: Job, control: JobControl, scratch: str) -> ImageOutput | VideoOutput:
         """The pipeline's output; a video is written into the folder `scratch`."""
-        return self._runs[job.operation](job, control, scratch)
-
-    def _generate(self, job: Job, control: JobControl, _scratch: str) -> ImageOutput:
-        inputs = job.inputs
-        request = GenerateInput(
-            prompt=inputs["prompt"],
-            width=inputs["width"],
-            height=inputs["height"],
-            quality=inputs["quality"],
-            variations=inputs["variations"],
-            seed=job.seed,
-            references=self._load_images(inputs["references"]),
-            style=_style_hints(inputs.get("style")),
-        )
-        return self._run_image(job, request, control)
-
-    def _edit(self, job: Job, control: JobControl, _scratch: str) -> ImageOutput:
-        inputs = job.inputs
-        request = EditInput(
-            prompt=inputs["prompt"],
-            source=self._load_images([inputs["source"]])[0],
-            seed=job.seed,
-            references=self._load_images(inputs["references"]),
-            style=_style_hints(inputs.get("style")),
-        )
-        return self._run_image(job, request, control)
-
-    def _reframe(self, job: Job, control: JobControl, _scratch: str) -> ImageOutput:
-        return self._to_size(job, control, ReframeInput)
-
-    def _upscale(self, job: Job, control: JobControl, _scratch: str) -> ImageOutput:
-        return self._to_size(job, control, UpscaleInput)
-
-    def _to_size(
-        self, job: Job, control: JobControl, input_type: type[ReframeInput | UpscaleInput]
-    ) -> ImageOutput:
-        """Reframe and upscale: the source image brought to the job's width and height."""
-        inputs = job.inputs
-        request = input_type(
-            source=self._load_images([inputs["source"]])[0],
-            width=inputs["width"],
-            height=inputs["height"],
-            seed=job.seed,
-        )
-        return self._run_image(job, request, control)
+        inputs = inputs_of(job.operation, job.inputs)
+        if isinstance(inputs, GenerateInputs):
+            generate = GenerateInput(
+                prompt=inputs.prompt,
+                width=inputs.width,
+                height=inputs.height,
+                quality=inputs.quality,
+                variations=inputs.variations,
+                seed=job.seed,
+                references=self._load_images(inputs.references),
+                style=_style_hints(inputs.style),
+            )
+            return self._run_image(job, generate, control)
+        if isinstance(inputs, EditInputs):
+            edit = EditInput(
+                prompt=inputs.prompt,
+                source=self._load_image(inputs.source),
+                seed=job.seed,
+                references=self._load_images(inputs.references),
+                style=_style_hints(inputs.style),
+            )
+            return self._run_image(job, edit, control)
+        if isinstance(inputs, ReframeInputs | UpscaleInputs):
+            # Both bring the source image to the job's width and height.
+            input_type = ReframeInput if isinstance(inputs, ReframeInputs) else UpscaleInput
+            to_size = input_type(
+                source=self._load_image(inputs.source),
+                width=inputs.width,
+                height=inputs.height,
+                seed=job.seed,
+            )
+            return self._run_image(job, to_size, control)
+        clip = os.path.join(scratch, "clip.mp4")
+        if isinstance(inputs, AnimateInputs):
+            animate = AnimateInput(
+                image=self._load_image(inputs.image), **_clip_fields(job, inputs, clip)
+            )
+            return self._run_video(job, animate, control)
+        if isinstance(inputs, TransitionInputs):
+            transition = TransitionInput(
+                start=self._load_image(inputs.start_image),
+                end=self._load_image(inputs.end_image),
+                **_clip_fields(job, inputs, clip),
+            )
+            return self._run_video(job, transition, control)
+        raise LookupError(f"no pipeline runs the operation {job.operation!r}")
 
     def _run_image(self, job: Job, request: Any, control: JobControl) -> ImageOutput:
         return self.batcher.run(self.pipelines.get(job.operation), request, control)
 
-    def _animate(self, job: Job, control: JobControl, scratch: str) -> VideoOutput:
-        image = self._load_images([job.inputs["image"]])[0]
-        request = AnimateInput(image=image, **self._clip_fields(job, scratch))
+    def _run_video(self, job: Job, request: Any, control: JobControl) -> VideoOutput:
         output: VideoOutput = self.pipelines.get(job.operation).run(request, control)
         return output
 
-    def _transition(self, job: Job, control: JobControl, scratch: str) -> VideoOutput:
-        start, end = self._load_images([job.inputs["startImage"], job.inputs["endImage"]])
-        request = TransitionInput(start=start, end=end, **self._clip_fields(job, scratch))
-        output: VideoOutput = self.pipelines.get(job.operation).run(request, control)
-        return output
+    def _load_images(self, images: list[InputImage]) -> tuple[Image.Image, ...]:
+        return tuple(self._load_image(image) for image in images)
 
-    def _clip_fields(self, job: Job, scratch: str) -> dict[str, Any]:
-        """What animate and transition inputs share; the pipeline streams frames to the file."""
-        inputs = job.inputs
-        return {
-            "prompt": inputs["prompt"],
-            "duration": float(inputs["duration"]),
-            "width": inputs["width"],
-            "height": inputs["height"],
-            "audio": inputs["audio"],
-            "negative_prompt": inputs["negativePrompt"],
-            "seed": job.seed,
-            "output_path": os.path.join(scratch, "clip.mp4"),
-        }
-
-    def _load_images(self, entries: list[dict[str, Any]]) -> tuple[Image.Image, ...]:
-        images = []
-        for entry in entries:
-            try:
-                data = self.services.storage.get_bytes(entry["key"])
-            except StorageError as error:
-                raise InputUnavailable(entry["key"]) from error
-            images.append(decode_first_frame(data))
-        return tuple(images)
+    def _load_image(self, image: InputImage) -> Image.Image:
+        try:
+            data = self.services.storage.get_bytes(image.key)
+        except StorageError as error:
+            raise InputUnavailable(image.key) from error
+        return decode_first_frame(data)
 
 
-def _style_hints(stored: dict[str, Any] | None) -> StyleHints | None:
-    if not stored:
+def _clip_fields(
+    job: Job, inputs: AnimateInputs | TransitionInputs, output_path: str
+) -> dict[str, Any]:
+    """What animate and transition inputs share; the pipeline streams frames to the file."""
+    return {
+        "prompt": inputs.prompt,
+        "duration": inputs.duration,
+        "width": inputs.width,
+        "height": inputs.height,
+        "audio": inputs.audio,
+        "negative_prompt": inputs.negative_prompt,
+        "seed": job.seed,
+        "output_path": output_path,
+    }
+
+
+def _style_hints(style: LentStyle | None) -> StyleHints | None:
+    if style is None:
         return None
     return StyleHints(
-        palette=tuple(stored["palette"]), tone=tuple(stored["tone"]), aesthetic=stored["aesthetic"]
+        palette=tuple(style.palette), tone=tuple(style.tone), aesthetic=style.aesthetic
     )

@@ -9,6 +9,7 @@ import time
 from collections.abc import Sequence
 
 from core.jobs import service as jobs_service
+from core.jobs.contract import Operation, Queue
 from core.jobs.dispatch import Dispatcher
 from core.services import Services
 from core.tables import Job, Media
@@ -74,12 +75,12 @@ class JobRunner:
         finally:
             self.services.events.publish(job.id)
             self.dispatcher.job_ended(job)
-        if completed and job.queue == "video":
+        if completed and job.queue == Queue.VIDEO:
             self.store.poster(job, stored[0])
 
     def _produce(self, job: Job, keeper: LeaseKeeper) -> Outcome:
         """The job's output, stored (not yet saved to the job)."""
-        if job.operation == "extract_style":
+        if job.operation == Operation.EXTRACT_STYLE:
             return self.style_extraction.run(job, keeper)
         with tempfile.TemporaryDirectory(prefix="sfumato-job-") as scratch:
             output = self.operations.run(job, PipelineProgress(keeper), scratch)

@@ -32,7 +32,12 @@ class Settlement:
         """Raises ClaimLost when the job stopped being this worker's before it could complete."""
         job = claim.job
         if not jobs_service.complete(
-            self.services.db, claim, outcome.result, outcome.media, outcome.message, outcome.records
+            self.services.db,
+            claim,
+            outcome.result.stored(),
+            outcome.media,
+            outcome.message,
+            outcome.records,
         ):
             raise ClaimLost()
         log.info(

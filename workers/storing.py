@@ -9,12 +9,12 @@ import os
 import tempfile
 import time
 from dataclasses import dataclass, field
-from typing import Any
 
 from PIL import Image
 
 from core.ids import new_id
 from core.jobs import service as jobs_service
+from core.jobs.contract import ImagesResult, JobResult, StoredImage, StoredVideo, VideoResult
 from core.services import Services
 from core.storage import StorageError
 from core.tables import Base, Job, Media
@@ -29,7 +29,7 @@ STORE_ATTEMPTS = 4
 class Outcome:
     """What an operation produced: the job's result, its stored media, a note for the job."""
 
-    result: dict[str, Any]
+    result: JobResult
     media: list[Media]
     message: str | None = None
     # Other rows the job makes, saved with its completion (a style extraction's style).
@@ -43,7 +43,7 @@ class OutputStore:
     def images(self, job: Job, output: ImageOutput) -> Outcome:
         """PNGs, one media row each; nothing is left behind if one cannot be stored."""
         media: list[Media] = []
-        entries = []
+        stored: list[StoredImage] = []
         try:
             for image in output.images:
                 media_id = new_id()
@@ -59,13 +59,13 @@ class OutputStore:
                         media_id,
                     )
                 )
-                entries.append(
-                    {"id": media_id, "key": key, "width": image.width, "height": image.height}
+                stored.append(
+                    StoredImage(id=media_id, key=key, width=image.width, height=image.height)
                 )
         except BaseException:
             self.discard(media)
             raise
-        return Outcome({"images": entries}, media, "; ".join(output.notes) or None)
+        return Outcome(ImagesResult(images=stored), media, "; ".join(output.notes) or None)
 
     def video(self, job: Job, output: VideoOutput) -> Outcome:
         """The MP4; its poster comes after the job completes (`poster`), so the first completed
@@ -77,15 +77,14 @@ class OutputStore:
         media = self.put_media(
             job, "video", key, data, "video/mp4", (output.width, output.height), media_id
         )
-        video = {
-            "id": media_id,
-            "key": key,
-            "durationSeconds": output.duration_seconds,
-            "width": output.width,
-            "height": output.height,
-            "thumbnailKey": None,
-        }
-        return Outcome({"video": video}, [media], "; ".join(output.notes) or None)
+        video = StoredVideo(
+            id=media_id,
+            key=key,
+            duration_seconds=output.duration_seconds,
+            width=output.width,
+            height=output.height,
+        )
+        return Outcome(VideoResult(video=video), [media], "; ".join(output.notes) or None)
 
     def poster(self, job: Job, video: Media) -> None:
         """The JPEG poster, from the stored clip; retried by nobody if it fails, so it logs."""

@@ -11,6 +11,7 @@ from urllib.parse import urlsplit
 
 from core.fetch import FetchPolicy, fetch
 from core.ids import new_id
+from core.jobs.contract import ExtractStyleInputs, SavedStyleRef, StyleResult
 from core.services import Services
 from core.styles import service as styles_service
 from core.tables import Job, Media, Style
@@ -40,7 +41,8 @@ class StyleExtraction:
         settings = self.services.settings
         policy = FetchPolicy.from_settings(settings, settings.max_image_bytes)
         control.progress(0.1, "reading the site")
-        extraction = extract_style(job.inputs["url"], lambda url: fetch(url, policy))
+        url = ExtractStyleInputs.model_validate(job.inputs).url
+        extraction = extract_style(url, lambda page: fetch(page, policy))
         control.progress(0.8, "keeping the brand images")
         style_id = new_id()
         media: list[Media] = []
@@ -67,7 +69,8 @@ class StyleExtraction:
             aesthetic=detail["aesthetic"],
             logo_key=logo_key,
         )
-        return Outcome({"style": {"id": style_id}}, media, None, [style, *assets])
+        result = StyleResult(style=SavedStyleRef(id=style_id))
+        return Outcome(result, media, None, [style, *assets])
 
     def _store_brand_images(
         self, job: Job, style_id: str, images: list[BrandImage], media: list[Media]

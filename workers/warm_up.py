@@ -13,8 +13,9 @@ from workers import metrics
 
 
 def warm_up(pipelines: PipelineRegistry, queues: Sequence[str]) -> None:
-    for operation in pipelines.operations():
-        if QUEUE_OF_OPERATION.get(operation) in queues:
+    served = set(pipelines.operations())
+    for operation, queue in QUEUE_OF_OPERATION.items():
+        if queue in queues and operation in served:
             pipelines.get(operation)
 
 

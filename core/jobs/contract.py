@@ -1,26 +1,91 @@
-"""What a job is, as every layer names it: its queues, which operation runs on which, and the
-bounds of what a create may ask for (SPEC.md), shared by the API's request bodies and the core
-requests of `core/jobs/creation.py`."""
+"""What a job is, as every layer names it: its status, type, queue and operation; the inputs of
+each operation and each kind of result, as stored in the job's row; and the bounds of what a
+create may ask for (SPEC.md), shared by the API's request bodies and the core requests of
+`core/jobs/creation.py`.
+
+The gateway builds inputs (through `core/jobs/creation.py`), `core/prices.price_of` prices them,
+the worker validates them (`GenerateInputs.model_validate(job.inputs)`) and builds results,
+the presenter shows results. A row stores them as JSON with the camelCase keys it has always had
+(each model's aliases); `stored()` gives that JSON.
+"""
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from enum import StrEnum
+from typing import Annotated, Any, ClassVar, Literal
 
-from pydantic import Field, StringConstraints
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+from pydantic.alias_generators import to_camel
 
-QUEUES = ("image", "video", "style")
 
-# The image, video and style pools scale independently.
+class JobStatus(StrEnum):
+    PENDING = "pending"
+    PROCESSING = "processing"
+    COMPLETED = "completed"
+    FAILED = "failed"
+
+
+IN_FLIGHT = (JobStatus.PENDING, JobStatus.PROCESSING)
+TERMINAL = (JobStatus.COMPLETED, JobStatus.FAILED)
+
+
+class JobType(StrEnum):
+    """What the API calls a job (`type`): an edit, resize and upscale are all `image.edit`."""
+
+    IMAGE_GENERATE = "image.generate"
+    IMAGE_EDIT = "image.edit"
+    VIDEO_GENERATE = "video.generate"
+    STYLE_EXTRACT = "style.extract"
+
+
+IMAGE_TYPES = (JobType.IMAGE_GENERATE, JobType.IMAGE_EDIT)
+
+
+class Queue(StrEnum):
+    """The worker pools, which scale independently."""
+
+    IMAGE = "image"
+    VIDEO = "video"
+    STYLE = "style"
+
+
+QUEUES = tuple(Queue)
+# The queues whose jobs count against a plan's in-flight and daily limits.
+GENERATION_QUEUES = (Queue.IMAGE, Queue.VIDEO)
+
+
+class Operation(StrEnum):
+    """What a worker does: one pipeline (or the style extraction) per operation."""
+
+    GENERATE = "generate"
+    EDIT = "edit"
+    REFRAME = "reframe"
+    UPSCALE = "upscale"
+    ANIMATE = "animate"
+    TRANSITION = "transition"
+    EXTRACT_STYLE = "extract_style"
+
+
 QUEUE_OF_OPERATION = {
-    "generate": "image",
-    "edit": "image",
-    "reframe": "image",
-    "upscale": "image",
-    "animate": "video",
-    "transition": "video",
-    "extract_style": "style",
+    Operation.GENERATE: Queue.IMAGE,
+    Operation.EDIT: Queue.IMAGE,
+    Operation.REFRAME: Queue.IMAGE,
+    Operation.UPSCALE: Queue.IMAGE,
+    Operation.ANIMATE: Queue.VIDEO,
+    Operation.TRANSITION: Queue.VIDEO,
+    Operation.EXTRACT_STYLE: Queue.STYLE,
+}
+JOB_TYPE_OF_OPERATION = {
+    Operation.GENERATE: JobType.IMAGE_GENERATE,
+    Operation.EDIT: JobType.IMAGE_EDIT,
+    Operation.REFRAME: JobType.IMAGE_EDIT,
+    Operation.UPSCALE: JobType.IMAGE_EDIT,
+    Operation.ANIMATE: JobType.VIDEO_GENERATE,
+    Operation.TRANSITION: JobType.VIDEO_GENERATE,
+    Operation.EXTRACT_STYLE: JobType.STYLE_EXTRACT,
 }
 
+# The bounds of a create (SPEC.md).
 Prompt = Annotated[str, StringConstraints(min_length=1, max_length=2000)]
 NegativePrompt = Annotated[str, StringConstraints(max_length=1000)]
 # An input image: an upload, image or job id, or a URL (SPEC.md "Reference image").
@@ -40,3 +105,198 @@ VideoResolution = Literal["480p", "720p"]
 FramesAspectRatio = Literal["16:9", "9:16", "4:3", "3:4", "1:1", "21:9", "auto"]
 AnimateDuration = Annotated[float, Field(ge=1, le=15)]
 FramesDuration = Annotated[float, Field(ge=4, le=15)]
+
+
+class Stored(BaseModel):
+    """A part of a job row's JSON: Python names, the stored camelCase keys as aliases."""
+
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, frozen=True)
+
+    def stored(self) -> dict[str, Any]:
+        return self.model_dump(mode="json", by_alias=True)
+
+
+# Inputs: what a worker needs, resolved at create time (images already in our storage).
+
+
+class InputImage(Stored):
+    """An input image in our storage (an upload, a generated image or a fetched reference)."""
+
+    media_id: str
+    key: str
+    content_type: str
+    width: int
+    height: int
+
+
+class LentStyle(Stored):
+    """What a saved style lends a generation, copied into its inputs so that the job stands
+    alone if the style changes later."""
+
+    style_id: str
+    palette: list[str]
+    tone: list[str]
+    aesthetic: str
+
+
+class GenerateInputs(Stored):
+    operation: ClassVar[Operation] = Operation.GENERATE
+
+    prompt: str
+    aspect_ratio: GenerateAspectRatio
+    quality: Quality
+    resolution: ImageResolution
+    variations: Variations
+    width: int
+    height: int
+    style_id: str | None = None
+    style: LentStyle | None = None
+    references: list[InputImage] = Field(default_factory=list)
+
+
+class EditInputs(Stored):
+    operation: ClassVar[Operation] = Operation.EDIT
+
+    image_id: str
+    source: InputImage
+    prompt: str
+    width: int
+    height: int
+    # The resolution class nearest the source's area (what an edit is priced by).
+    resolution: ImageResolution
+    style_id: str | None = None
+    style: LentStyle | None = None
+    references: list[InputImage] = Field(default_factory=list)
+
+
+class ReframeInputs(Stored):
+    operation: ClassVar[Operation] = Operation.REFRAME
+
+    image_id: str
+    source: InputImage
+    aspect_ratio: ResizeAspectRatio
+    resolution: ImageResolution
+    width: int
+    height: int
+
+
+class UpscaleInputs(Stored):
+    operation: ClassVar[Operation] = Operation.UPSCALE
+
+    image_id: str
+    source: InputImage
+    resolution: ImageResolution
+    width: int
+    height: int
+
+
+class AnimateInputs(Stored):
+    operation: ClassVar[Operation] = Operation.ANIMATE
+
+    image: InputImage
+    prompt: str
+    negative_prompt: str | None = None
+    duration: float
+    resolution: VideoResolution
+    audio: bool
+    width: int
+    height: int
+
+
+class TransitionInputs(Stored):
+    operation: ClassVar[Operation] = Operation.TRANSITION
+
+    start_image: InputImage
+    end_image: InputImage
+    prompt: str
+    negative_prompt: str | None = None
+    duration: float
+    aspect_ratio: FramesAspectRatio
+    resolution: VideoResolution
+    audio: bool
+    width: int
+    height: int
+
+
+class ExtractStyleInputs(Stored):
+    operation: ClassVar[Operation] = Operation.EXTRACT_STYLE
+
+    url: str
+
+
+JobInputs = (
+    GenerateInputs
+    | EditInputs
+    | ReframeInputs
+    | UpscaleInputs
+    | AnimateInputs
+    | TransitionInputs
+    | ExtractStyleInputs
+)
+INPUTS_OF_OPERATION: dict[Operation, type[JobInputs]] = {
+    inputs.operation: inputs
+    for inputs in (
+        GenerateInputs,
+        EditInputs,
+        ReframeInputs,
+        UpscaleInputs,
+        AnimateInputs,
+        TransitionInputs,
+        ExtractStyleInputs,
+    )
+}
+
+
+def inputs_of(operation: str, stored: dict[str, Any]) -> JobInputs:
+    """A row's inputs, validated as its operation's model (raises pydantic's ValidationError)."""
+    return INPUTS_OF_OPERATION[Operation(operation)].model_validate(stored)
+
+
+# Results: what a completed job made, as storage keys (the presenter signs their URLs).
+
+
+class StoredImage(Stored):
+    id: str
+    key: str
+    width: int
+    height: int
+
+
+class StoredVideo(Stored):
+    id: str
+    key: str
+    duration_seconds: float
+    width: int
+    height: int
+    # The poster is made just after the job completes; None until then.
+    thumbnail_key: str | None = None
+
+
+class SavedStyleRef(Stored):
+    id: str
+
+
+class ImagesResult(Stored):
+    images: list[StoredImage]
+
+
+class VideoResult(Stored):
+    video: StoredVideo
+
+
+class StyleResult(Stored):
+    style: SavedStyleRef
+
+
+JobResult = ImagesResult | VideoResult | StyleResult
+RESULT_OF_TYPE: dict[JobType, type[JobResult]] = {
+    JobType.IMAGE_GENERATE: ImagesResult,
+    JobType.IMAGE_EDIT: ImagesResult,
+    JobType.VIDEO_GENERATE: VideoResult,
+    JobType.STYLE_EXTRACT: StyleResult,
+}
+
+
+def result_of(job_type: str, stored: dict[str, Any]) -> JobResult:
+    """A completed row's result, validated as its job type's kind."""
+    return RESULT_OF_TYPE[JobType(job_type)].model_validate(stored)

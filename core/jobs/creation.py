@@ -20,25 +20,36 @@ from core.accounts.service import Caller
 from core.errors import InvalidInput
 from core.jobs import service as jobs_service
 from core.jobs.contract import (
+    JOB_TYPE_OF_OPERATION,
+    QUEUE_OF_OPERATION,
     AnimateDuration,
+    AnimateInputs,
+    EditInputs,
+    ExtractStyleInputs,
     FramesAspectRatio,
     FramesDuration,
     GenerateAspectRatio,
+    GenerateInputs,
     ImageReference,
     ImageResolution,
+    InputImage,
+    JobInputs,
+    LentStyle,
     NegativePrompt,
     PageUrl,
     Prompt,
     Quality,
     References,
+    ReframeInputs,
     ResizeAspectRatio,
+    TransitionInputs,
+    UpscaleInputs,
     Variations,
     VideoResolution,
 )
 from core.jobs.dispatch import Dispatcher
 from core.prices import price_of
 from core.references.service import (
-    Reference,
     SourceImage,
     UnresolvedReferences,
     resolve_references,
@@ -113,11 +124,19 @@ class CreatedJob:
     replayed: bool
 
 
+@dataclass(frozen=True)
+class _Planned:
+    inputs: JobInputs
+    # Edit, resize and upscale record the job that made their source, so the chain of edits
+    # can be replayed.
+    parent_job_id: str | None = None
+
+
 class JobCreation:
     def __init__(self, services: Services, dispatcher: Dispatcher) -> None:
         self.services = services
         self.dispatcher = dispatcher
-        self._plans: dict[type[JobRequest], Callable[[Caller, Any], jobs_service.NewJob]] = {
+        self._plans: dict[type[JobRequest], Callable[[Caller, Any], _Planned]] = {
             GenerateJobRequest: self._generate,
             EditJobRequest: self._edit,
             ReframeJobRequest: self._reframe,
@@ -135,61 +154,54 @@ class JobCreation:
     ) -> CreatedJob:
         """Create (reserving credits, within the plan) and publish; or replay an earlier
         create made with the same Idempotency-Key."""
-        new = self._plans[type(request)](caller, request)
+        planned = self._plans[type(request)](caller, request)
+        operation = planned.inputs.operation
+        new = jobs_service.NewJob(
+            type=JOB_TYPE_OF_OPERATION[operation],
+            operation=operation,
+            queue=QUEUE_OF_OPERATION[operation],
+            inputs=planned.inputs.stored(),
+            price=price_of(self.services.config.prices, planned.inputs),
+            parent_job_id=planned.parent_job_id,
+        )
         job, replayed = jobs_service.create(self.services.db, caller, new, idempotency)
         if not replayed:
             self.dispatcher.publish_new(job)
         return CreatedJob(job, replayed)
 
-    def _new_job(
-        self,
-        job_type: str,
-        operation: str,
-        queue: str,
-        inputs: dict[str, Any],
-        parent_job_id: str | None = None,
-    ) -> jobs_service.NewJob:
-        return jobs_service.NewJob(
-            type=job_type,
-            operation=operation,
-            queue=queue,
-            inputs=inputs,
-            price=price_of(self.services.config.prices, operation, inputs),
-            parent_job_id=parent_job_id,
-        )
-
-    def _generate(self, caller: Caller, request: GenerateJobRequest) -> jobs_service.NewJob:
-        style_hints, references = self._lent(caller, request.style_id, request.references)
+    def _generate(self, caller: Caller, request: GenerateJobRequest) -> _Planned:
+        style, references = self._lent(caller, request.style_id, request.references)
         width, height = image_size(request.aspect_ratio, request.resolution)
-        inputs = {
-            "prompt": request.prompt,
-            "aspectRatio": request.aspect_ratio,
-            "quality": request.quality,
-            "resolution": request.resolution,
-            "variations": request.variations,
-            "width": width,
-            "height": height,
-            "styleId": request.style_id,
-            "style": style_hints,
-            "references": references,
-        }
-        return self._new_job("image.generate", "generate", "image", inputs)
+        return _Planned(
+            GenerateInputs(
+                prompt=request.prompt,
+                aspect_ratio=request.aspect_ratio,
+                quality=request.quality,
+                resolution=request.resolution,
+                variations=request.variations,
+                width=width,
+                height=height,
+                style_id=request.style_id,
+                style=style,
+                references=references,
+            )
+        )
 
     def _lent(
         self, caller: Caller, style_id: str | None, reference_values: list[str]
-    ) -> tuple[dict[str, Any] | None, list[dict[str, Any]]]:
+    ) -> tuple[LentStyle | None, list[InputImage]]:
         """What the caller's style and reference images lend a generate or an edit: the style's
-        hints and the resolved references' inputs. Everything that cannot be resolved is named
-        in one refusal (`styleId`, `references[i]`)."""
+        hints and the resolved references. Everything that cannot be resolved is named in one
+        refusal (`styleId`, `references[i]`)."""
         unresolved: dict[str, str] = {}
-        style_hints = None
+        style = None
         if style_id is not None:
-            style = styles_service.get_owned(self.services.db, caller.account_id, style_id)
-            if style is None:
+            saved = styles_service.get_owned(self.services.db, caller.account_id, style_id)
+            if saved is None:
                 unresolved["styleId"] = "style not found"
             else:
-                style_hints = styles_service.generation_hints(style)
-        references: dict[str, Reference] = {}
+                style = styles_service.generation_hints(saved)
+        references: dict[str, InputImage] = {}
         try:
             references = resolve_references(
                 self.services,
@@ -200,7 +212,7 @@ class JobCreation:
             unresolved.update(error.details)
         if unresolved:
             raise UnresolvedReferences(unresolved, "A referenced resource could not be resolved")
-        return style_hints, [reference.as_input() for reference in references.values()]
+        return style, list(references.values())
 
     def _source(self, caller: Caller, image_id: str) -> SourceImage:
         try:
@@ -210,78 +222,74 @@ class JobCreation:
                 error.details, "The image to work on could not be resolved"
             ) from None
 
-    def _edit_job(
-        self, operation: str, source: SourceImage, inputs: dict[str, Any]
-    ) -> jobs_service.NewJob:
-        """Edit, resize and upscale are all `image.edit` jobs whose parent made their source,
-        so the chain of edits can be replayed."""
-        inputs = {**inputs, "source": source.reference.as_input()}
-        return self._new_job("image.edit", operation, "image", inputs, source.job_id)
-
-    def _edit(self, caller: Caller, request: EditJobRequest) -> jobs_service.NewJob:
+    def _edit(self, caller: Caller, request: EditJobRequest) -> _Planned:
         source = self._source(caller, request.image_id)
-        style_hints, references = self._lent(caller, request.style_id, request.references)
-        width, height = source.reference.width, source.reference.height
-        inputs = {
-            "imageId": request.image_id,
-            "prompt": request.prompt,
-            "styleId": request.style_id,
-            "style": style_hints,
-            "references": references,
-            "width": width,
-            "height": height,
-            "resolution": resolution_of(width, height),
-        }
-        return self._edit_job("edit", source, inputs)
+        style, references = self._lent(caller, request.style_id, request.references)
+        width, height = source.image.width, source.image.height
+        inputs = EditInputs(
+            image_id=request.image_id,
+            source=source.image,
+            prompt=request.prompt,
+            width=width,
+            height=height,
+            resolution=resolution_of(width, height),
+            style_id=request.style_id,
+            style=style,
+            references=references,
+        )
+        return _Planned(inputs, source.job_id)
 
-    def _reframe(self, caller: Caller, request: ReframeJobRequest) -> jobs_service.NewJob:
+    def _reframe(self, caller: Caller, request: ReframeJobRequest) -> _Planned:
         source = self._source(caller, request.image_id)
         width, height = image_size(request.aspect_ratio, request.resolution)
-        inputs = {
-            "imageId": request.image_id,
-            "aspectRatio": request.aspect_ratio,
-            "resolution": request.resolution,
-            "width": width,
-            "height": height,
-        }
-        return self._edit_job("reframe", source, inputs)
+        inputs = ReframeInputs(
+            image_id=request.image_id,
+            source=source.image,
+            aspect_ratio=request.aspect_ratio,
+            resolution=request.resolution,
+            width=width,
+            height=height,
+        )
+        return _Planned(inputs, source.job_id)
 
-    def _upscale(self, caller: Caller, request: UpscaleJobRequest) -> jobs_service.NewJob:
+    def _upscale(self, caller: Caller, request: UpscaleJobRequest) -> _Planned:
         source = self._source(caller, request.image_id)
         width, height = image_size_for_ratio(
-            source.reference.width, source.reference.height, request.resolution
+            source.image.width, source.image.height, request.resolution
         )
-        inputs = {
-            "imageId": request.image_id,
-            "resolution": request.resolution,
-            "width": width,
-            "height": height,
-        }
-        return self._edit_job("upscale", source, inputs)
+        inputs = UpscaleInputs(
+            image_id=request.image_id,
+            source=source.image,
+            resolution=request.resolution,
+            width=width,
+            height=height,
+        )
+        return _Planned(inputs, source.job_id)
 
-    def _frames(self, caller: Caller, fields: dict[str, str]) -> dict[str, Reference]:
+    def _frames(self, caller: Caller, fields: dict[str, str]) -> dict[str, InputImage]:
         try:
             return resolve_references(self.services, caller.account_id, fields)
         except UnresolvedReferences as error:
             raise UnresolvedReferences(error.details, "A frame could not be resolved") from None
 
-    def _animate(self, caller: Caller, request: AnimateJobRequest) -> jobs_service.NewJob:
+    def _animate(self, caller: Caller, request: AnimateJobRequest) -> _Planned:
         image = self._frames(caller, {"image": request.image})["image"]
         # The clip takes the aspect ratio of its image (CONTRACT.md "Videos").
         width, height = video_size(image.width, image.height, request.resolution)
-        inputs = {
-            "image": image.as_input(),
-            "prompt": request.prompt,
-            "negativePrompt": request.negative_prompt,
-            "duration": request.duration,
-            "resolution": request.resolution,
-            "audio": request.audio,
-            "width": width,
-            "height": height,
-        }
-        return self._new_job("video.generate", "animate", "video", inputs)
+        return _Planned(
+            AnimateInputs(
+                image=image,
+                prompt=request.prompt,
+                negative_prompt=request.negative_prompt,
+                duration=request.duration,
+                resolution=request.resolution,
+                audio=request.audio,
+                width=width,
+                height=height,
+            )
+        )
 
-    def _transition(self, caller: Caller, request: TransitionJobRequest) -> jobs_service.NewJob:
+    def _transition(self, caller: Caller, request: TransitionJobRequest) -> _Planned:
         frames = self._frames(
             caller, {"startImage": request.start_image, "endImage": request.end_image}
         )
@@ -291,23 +299,22 @@ class JobCreation:
         else:
             ratio = parse_ratio(request.aspect_ratio)
         width, height = video_size(*ratio, request.resolution)
-        inputs = {
-            "startImage": start.as_input(),
-            "endImage": frames["endImage"].as_input(),
-            "prompt": request.prompt,
-            "negativePrompt": request.negative_prompt,
-            "duration": request.duration,
-            "aspectRatio": request.aspect_ratio,
-            "resolution": request.resolution,
-            "audio": request.audio,
-            "width": width,
-            "height": height,
-        }
-        return self._new_job("video.generate", "transition", "video", inputs)
+        return _Planned(
+            TransitionInputs(
+                start_image=start,
+                end_image=frames["endImage"],
+                prompt=request.prompt,
+                negative_prompt=request.negative_prompt,
+                duration=request.duration,
+                aspect_ratio=request.aspect_ratio,
+                resolution=request.resolution,
+                audio=request.audio,
+                width=width,
+                height=height,
+            )
+        )
 
-    def _extract_style(
-        self, _caller: Caller, request: ExtractStyleJobRequest
-    ) -> jobs_service.NewJob:
+    def _extract_style(self, _caller: Caller, request: ExtractStyleJobRequest) -> _Planned:
         try:
             parts = urlsplit(request.url)
             web_page = parts.scheme in ("http", "https") and bool(parts.hostname)
@@ -315,4 +322,4 @@ class JobCreation:
             web_page = False
         if not web_page:
             raise InvalidInput({"url": "must be an http or https URL"})
-        return self._new_job("style.extract", "extract_style", "style", {"url": request.url})
+        return _Planned(ExtractStyleInputs(url=request.url))

@@ -17,6 +17,7 @@ from core.clock import utcnow
 from core.db import DATABASE_UNAVAILABLE
 from core.jobs import repository as jobs_repository
 from core.jobs import service as jobs_service
+from core.jobs.contract import Queue
 from core.services import Services
 from core.tables import Job
 
@@ -43,7 +44,7 @@ class Dispatcher:
         must not fail its create (a client told "nothing was changed" would create it twice):
         the sweep publishes what this could not record."""
         try:
-            if job.queue == "video":
+            if job.queue == Queue.VIDEO:
                 self.advance_video_line(job.account_id)
             else:
                 self.publish(job.id, job.queue, None)
@@ -68,7 +69,7 @@ class Dispatcher:
             # sent again by the sweep once the stamp is stale.
             job.dispatched_at = utcnow()
             job_id = job.id
-        self._send(job_id, "video")
+        self._send(job_id, Queue.VIDEO)
 
     def _send(self, job_id: str, queue: str) -> bool:
         try:
@@ -90,7 +91,7 @@ class Dispatcher:
     def job_ended(self, job: Job) -> None:
         """A job completed, failed or was cancelled: a video's end lets its account's next
         video go."""
-        if job.queue == "video":
+        if job.queue == Queue.VIDEO:
             self.advance_video_line(job.account_id)
 
     def sweep(self) -> int:
@@ -104,7 +105,7 @@ class Dispatcher:
         for job in lapsed:
             if jobs_service.recover_lapsed(db, job, settings.max_attempts):
                 log.warning("job %s lost its worker; attempt %d follows", job.id, job.attempts + 1)
-                if job.queue != "video":
+                if job.queue != Queue.VIDEO:
                     published += self.publish(job.id, job.queue, None)
             else:
                 self.services.events.publish(job.id)

@@ -9,9 +9,8 @@ from typing import Any
 from sqlalchemy import Connection, and_, bindparam, func, or_, select, update
 from sqlalchemy.orm import Session
 
+from core.jobs.contract import IN_FLIGHT, JobStatus, Queue
 from core.tables import Job, Media
-
-NON_TERMINAL = ("pending", "processing")
 
 
 def add(session: Session, job: Job) -> Job:
@@ -54,7 +53,7 @@ def mark_dispatched(
     condition = Job.dispatched_at.is_(None) if expected is None else Job.dispatched_at == expected
     result = session.execute(
         update(Job)
-        .where(Job.id == job_id, Job.status == "pending", condition)
+        .where(Job.id == job_id, Job.status == JobStatus.PENDING, condition)
         .values(dispatched_at=moment)
     )
     return bool(result.rowcount)  # type: ignore[attr-defined]
@@ -66,9 +65,9 @@ def claim(
     """pending -> processing; a redelivered or duplicated task finds nothing to claim."""
     result = session.execute(
         update(Job)
-        .where(Job.id == job_id, Job.status == "pending")
+        .where(Job.id == job_id, Job.status == JobStatus.PENDING)
         .values(
-            status="processing",
+            status=JobStatus.PROCESSING,
             claim_token=token,
             attempts=Job.attempts + 1,
             started_at=moment,
@@ -83,7 +82,7 @@ def renew_lease(
 ) -> bool:
     result = session.execute(
         update(Job)
-        .where(Job.id == job_id, Job.claim_token == token, Job.status == "processing")
+        .where(Job.id == job_id, Job.claim_token == token, Job.status == JobStatus.PROCESSING)
         .values(lease_expires_at=lease_until, progress=progress)
     )
     return bool(result.rowcount)  # type: ignore[attr-defined]
@@ -105,10 +104,10 @@ def undispatched(session: Session, created_before: datetime, limit: int) -> Sequ
     return session.scalars(
         select(Job)
         .where(
-            Job.status == "pending",
+            Job.status == JobStatus.PENDING,
             Job.dispatched_at.is_(None),
             Job.created_at < created_before,
-            Job.queue != "video",
+            Job.queue != Queue.VIDEO,
         )
         .order_by(Job.created_at)
         .limit(limit)
@@ -120,7 +119,7 @@ def dispatched_but_unclaimed(
 ) -> Sequence[Job]:
     return session.scalars(
         select(Job)
-        .where(Job.status == "pending", Job.dispatched_at < dispatched_before)
+        .where(Job.status == JobStatus.PENDING, Job.dispatched_at < dispatched_before)
         .order_by(Job.created_at)
         .limit(limit)
     ).all()
@@ -129,7 +128,7 @@ def dispatched_but_unclaimed(
 def lapsed_leases(session: Session, moment: datetime, limit: int) -> Sequence[Job]:
     return session.scalars(
         select(Job)
-        .where(Job.status == "processing", Job.lease_expires_at < moment)
+        .where(Job.status == JobStatus.PROCESSING, Job.lease_expires_at < moment)
         .order_by(Job.created_at)
         .limit(limit)
     ).all()
@@ -137,9 +136,9 @@ def lapsed_leases(session: Session, moment: datetime, limit: int) -> Sequence[Jo
 
 def orphan_all_in_flight(session: Session, lapsed_at: datetime) -> None:
     """After an embedded restart nothing holds a job: every in-flight one is published anew."""
-    session.execute(update(Job).where(Job.status == "pending").values(dispatched_at=None))
+    session.execute(update(Job).where(Job.status == JobStatus.PENDING).values(dispatched_at=None))
     session.execute(
-        update(Job).where(Job.status == "processing").values(lease_expires_at=lapsed_at)
+        update(Job).where(Job.status == JobStatus.PROCESSING).values(lease_expires_at=lapsed_at)
     )
 
 
@@ -151,8 +150,10 @@ def requeue_lapsed(session: Session, job_id: str, moment: datetime) -> bool:
     """processing with a lapsed lease -> pending, taking the claim from the lost worker."""
     result = session.execute(
         update(Job)
-        .where(Job.id == job_id, Job.status == "processing", Job.lease_expires_at < moment)
-        .values(status="pending", claim_token=None, lease_expires_at=None, dispatched_at=None)
+        .where(Job.id == job_id, Job.status == JobStatus.PROCESSING, Job.lease_expires_at < moment)
+        .values(
+            status=JobStatus.PENDING, claim_token=None, lease_expires_at=None, dispatched_at=None
+        )
     )
     return bool(result.rowcount)  # type: ignore[attr-defined]
 
@@ -165,7 +166,7 @@ def count_in_flight(session: Session, account_id: str, queue: str) -> int:
             .where(
                 Job.account_id == account_id,
                 Job.queue == queue,
-                Job.status.in_(NON_TERMINAL),
+                Job.status.in_(IN_FLIGHT),
             )
         )
         or 0
@@ -184,7 +185,7 @@ def count_created_since(
                 Job.account_id == account_id,
                 Job.queue.in_(queues),
                 Job.created_at >= since,
-                Job.status != "failed",
+                Job.status != JobStatus.FAILED,
             )
         )
         or 0
@@ -197,10 +198,10 @@ def video_line_held(session: Session, account_id: str) -> bool:
         select(Job.id)
         .where(
             Job.account_id == account_id,
-            Job.queue == "video",
+            Job.queue == Queue.VIDEO,
             or_(
-                Job.status == "processing",
-                and_(Job.status == "pending", Job.dispatched_at.is_not(None)),
+                Job.status == JobStatus.PROCESSING,
+                and_(Job.status == JobStatus.PENDING, Job.dispatched_at.is_not(None)),
             ),
         )
         .limit(1)
@@ -213,8 +214,8 @@ def next_in_video_line(session: Session, account_id: str) -> Job | None:
         select(Job)
         .where(
             Job.account_id == account_id,
-            Job.queue == "video",
-            Job.status == "pending",
+            Job.queue == Queue.VIDEO,
+            Job.status == JobStatus.PENDING,
             Job.dispatched_at.is_(None),
         )
         .order_by(Job.created_at, Job.id)
@@ -227,8 +228,8 @@ def accounts_with_waiting_videos(session: Session, created_before: datetime) -> 
         session.scalars(
             select(Job.account_id)
             .where(
-                Job.queue == "video",
-                Job.status == "pending",
+                Job.queue == Queue.VIDEO,
+                Job.status == JobStatus.PENDING,
                 Job.dispatched_at.is_(None),
                 Job.created_at < created_before,
             )
@@ -258,7 +259,7 @@ def view_owned(connection: Connection, job_id: str, account_id: str) -> Any:
 CLAIM_IS_CURRENT = select(Job.id).where(
     Job.id == bindparam("job_id"),
     Job.claim_token == bindparam("token"),
-    Job.status == "processing",
+    Job.status == JobStatus.PROCESSING,
 )
 
 

@@ -24,6 +24,14 @@ from core.errors import DomainError
 from core.idempotency import repository as idempotency_repository
 from core.ids import new_id
 from core.jobs import repository
+from core.jobs.contract import (
+    GENERATION_QUEUES,
+    IN_FLIGHT,
+    JobStatus,
+    JobType,
+    Queue,
+    VideoResult,
+)
 from core.pagination import decode_cursor, page_of
 from core.tables import Account, Base, IdempotencyRecord, Job, Media
 
@@ -109,7 +117,6 @@ class IdempotencyKeyReused(CreateRefused):
 
 
 IDEMPOTENCY_TTL = timedelta(hours=24)
-GENERATION_QUEUES = ("image", "video")
 
 
 def _check_plan(session: Session, account: Account, new: NewJob, moment: datetime) -> None:
@@ -118,9 +125,9 @@ def _check_plan(session: Session, account: Account, new: NewJob, moment: datetim
         raise SubscriptionRequired(f"the account's plan {account.plan_id!r} does not exist")
     if new.queue not in GENERATION_QUEUES:
         return
-    if new.queue == "video" and not plan.allows_video:
+    if new.queue == Queue.VIDEO and not plan.allows_video:
         raise SubscriptionRequired(f"the {plan.id} plan does not include video")
-    limit = plan.max_inflight_videos if new.queue == "video" else plan.max_inflight_images
+    limit = plan.max_inflight_videos if new.queue == Queue.VIDEO else plan.max_inflight_images
     in_flight = repository.count_in_flight(session, account.id, new.queue)
     if in_flight >= limit:
         raise ConcurrentLimitReached(limit, in_flight)
@@ -177,7 +184,7 @@ def create(
                 type=new.type,
                 operation=new.operation,
                 queue=new.queue,
-                status="pending",
+                status=JobStatus.PENDING,
                 inputs=new.inputs,
                 parent_job_id=new.parent_job_id,
                 seed=secrets.randbits(31),
@@ -235,7 +242,7 @@ def cancel(db: Database, account_id: str, job_id: str) -> tuple[Job | None, bool
         job = repository.get(session, job_id, for_update=True)
         if job is None or job.account_id != account_id:
             return None, False
-        if job.status not in repository.NON_TERMINAL:
+        if job.status not in IN_FLIGHT:
             return job, False
         previous = job.status
         moment = utcnow()
@@ -244,13 +251,17 @@ def cancel(db: Database, account_id: str, job_id: str) -> tuple[Job | None, bool
             job.id,
             previous,
             None,
-            status="failed",
+            status=JobStatus.FAILED,
             error=failure(CANCELLED_MESSAGE),
             finished_at=moment,
             lease_expires_at=None,
         ):
             return repository.get(session, job_id), False
-        kept = min(CANCEL_PROCESSING_FEE, job.credits_reserved) if previous == "processing" else 0
+        kept = (
+            min(CANCEL_PROCESSING_FEE, job.credits_reserved)
+            if previous == JobStatus.PROCESSING
+            else 0
+        )
         credits.refund(session, account_id, job.id, job.credits_reserved - kept, "cancelled")
         if kept:
             credits.settle(session, account_id, job.id, kept)
@@ -305,9 +316,9 @@ def complete(
         if not repository.transition(
             session,
             job.id,
-            "processing",
+            JobStatus.PROCESSING,
             claim.token,
-            status="completed",
+            status=JobStatus.COMPLETED,
             result=result,
             progress=1.0,
             message=message,
@@ -325,10 +336,11 @@ def attach_poster(db: Database, job_id: str, poster: Media) -> bool:
     """Add a completed video's poster to its result (made just after the video is stored)."""
     with db.write() as session:
         job = repository.get(session, job_id, for_update=True)
-        if job is None or job.status != "completed" or not job.result or "video" not in job.result:
+        if job is None or job.status != JobStatus.COMPLETED or job.type != JobType.VIDEO_GENERATE:
             return False
-        video = {**job.result["video"], "thumbnailKey": poster.storage_key}
-        job.result = {**job.result, "video": video}
+        result = VideoResult.model_validate(job.result)
+        video = result.video.model_copy(update={"thumbnail_key": poster.storage_key})
+        job.result = VideoResult(video=video).stored()
         repository.add_media(session, [poster])
         return True
 
@@ -340,9 +352,9 @@ def fail(db: Database, claim: Claim, message: str) -> bool:
         if not repository.transition(
             session,
             job.id,
-            "processing",
+            JobStatus.PROCESSING,
             claim.token,
-            status="failed",
+            status=JobStatus.FAILED,
             error=failure(message),
             finished_at=utcnow(),
             lease_expires_at=None,
@@ -360,9 +372,9 @@ def hand_back(db: Database, claim: Claim) -> bool:
         return repository.transition(
             session,
             claim.job.id,
-            "processing",
+            JobStatus.PROCESSING,
             claim.token,
-            status="pending",
+            status=JobStatus.PENDING,
             claim_token=None,
             lease_expires_at=None,
             dispatched_at=None,
@@ -380,9 +392,9 @@ def recover_lapsed(db: Database, job: Job, max_attempts: int) -> bool:
             if repository.transition(
                 session,
                 job.id,
-                "processing",
+                JobStatus.PROCESSING,
                 job.claim_token,
-                status="failed",
+                status=JobStatus.FAILED,
                 error=failure(f"the worker was lost {job.attempts} times; giving up"),
                 finished_at=moment,
                 lease_expires_at=None,

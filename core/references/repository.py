@@ -5,9 +5,8 @@ from __future__ import annotations
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from core.jobs.contract import IMAGE_TYPES
 from core.tables import Job, Media
-
-IMAGE_JOB_TYPES = ("image.generate", "image.edit")
 
 
 def media_owned(session: Session, media_id: str, account_id: str) -> Media | None:
@@ -24,9 +23,7 @@ def media_owned_by_key(session: Session, key: str, account_id: str) -> Media | N
 
 def image_job_owned(session: Session, job_id: str, account_id: str) -> Job | None:
     return session.scalars(
-        select(Job).where(
-            Job.id == job_id, Job.account_id == account_id, Job.type.in_(IMAGE_JOB_TYPES)
-        )
+        select(Job).where(Job.id == job_id, Job.account_id == account_id, Job.type.in_(IMAGE_TYPES))
     ).first()
 
 

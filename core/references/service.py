@@ -1,6 +1,6 @@
-"""Reference images: the one resolver behind every field that names an input image.
+"""InputImage images: the one resolver behind every field that names an input image.
 
-A reference is a string that is one of (SPEC.md "Reference image"):
+A reference is a string that is one of (SPEC.md "InputImage image"):
 - the id of one of the caller's completed uploads, generated images or image jobs (a job means
   its first image);
 - a URL this service's storage issued for one of those (a result or upload URL);
@@ -15,7 +15,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any
 from urllib.parse import urlsplit
 
 from core.clock import utcnow
@@ -23,39 +22,24 @@ from core.errors import InvalidInput
 from core.fetch import FetchPolicy, FetchRefused, fetch
 from core.ids import new_id, parse_uuid
 from core.images import NotAnImage, TooManyPixels, inspect_image
+from core.jobs.contract import ImagesResult, InputImage, JobStatus, StoredImage
 from core.references import repository
 from core.services import Services
-from core.tables import Media
+from core.tables import Job, Media
 from core.uploads import repository as uploads_repository
 
 NOT_FOUND = "reference not found"
 
 
-@dataclass(frozen=True)
-class Reference:
-    """An image in our storage that a job may read."""
-
-    media_id: str
-    key: str
-    content_type: str
-    width: int
-    height: int
-
-    @classmethod
-    def of(cls, media: Media) -> Reference:
-        return cls(
-            media.id, media.storage_key, media.content_type, media.width or 0, media.height or 0
-        )
-
-    def as_input(self) -> dict[str, Any]:
-        """The form a job's inputs keep (JSON)."""
-        return {
-            "mediaId": self.media_id,
-            "key": self.key,
-            "contentType": self.content_type,
-            "width": self.width,
-            "height": self.height,
-        }
+def _input_image(media: Media) -> InputImage:
+    """The form a job's inputs keep of an image in our storage."""
+    return InputImage(
+        media_id=media.id,
+        key=media.storage_key,
+        content_type=media.content_type,
+        width=media.width or 0,
+        height=media.height or 0,
+    )
 
 
 class UnresolvedReferences(InvalidInput):
@@ -74,10 +58,10 @@ class _Unresolved(Exception):
 
 def resolve_references(
     services: Services, account_id: str, fields: Mapping[str, str]
-) -> dict[str, Reference]:
+) -> dict[str, InputImage]:
     """Resolve every field (field path -> reference string, e.g. {"references[0]": "..."} or
     {"image": "..."}) for this account, or raise UnresolvedReferences naming each failure."""
-    resolved: dict[str, Reference] = {}
+    resolved: dict[str, InputImage] = {}
     unresolved: dict[str, str] = {}
     public: dict[str, str] = {}
     for field, value in fields.items():
@@ -106,7 +90,7 @@ def resolve_references(
     return {field: resolved[field] for field in fields}
 
 
-def _resolve_own(services: Services, account_id: str, value: str) -> Reference | None:
+def _resolve_own(services: Services, account_id: str, value: str) -> InputImage | None:
     """The caller's own image this value names, or None for a URL to fetch."""
     object_id = parse_uuid(value)
     if object_id is not None:
@@ -134,18 +118,18 @@ def _resolve_own(services: Services, account_id: str, value: str) -> Reference |
     raise _Unresolved(NOT_FOUND)
 
 
-def _by_id(services: Services, account_id: str, object_id: str) -> Reference:
+def _by_id(services: Services, account_id: str, object_id: str) -> InputImage:
     with services.db.read() as session:
         media = repository.media_owned(session, object_id, account_id)
         if media is not None:
             return _image(media)
         job = repository.image_job_owned(session, object_id, account_id)
         if job is not None:
-            images = (job.result or {}).get("images") if job.status == "completed" else None
+            images = _images_of(job)
             if not images:
-                state = "failed" if job.status == "failed" else f"is {job.status}"
+                state = "failed" if job.status == JobStatus.FAILED else f"is {job.status}"
                 raise _Unresolved(f"the job {state}; it has no image")
-            first = repository.media_owned(session, images[0]["id"], account_id)
+            first = repository.media_owned(session, images[0].id, account_id)
             if first is None:
                 raise _Unresolved(NOT_FOUND)
             return _image(first)
@@ -154,13 +138,20 @@ def _by_id(services: Services, account_id: str, object_id: str) -> Reference:
     raise _Unresolved(NOT_FOUND)
 
 
-def _image(media: Media) -> Reference:
+def _images_of(job: Job) -> list[StoredImage]:
+    """A completed image job's images (none for a job not completed)."""
+    if job.status != JobStatus.COMPLETED or job.result is None:
+        return []
+    return ImagesResult.model_validate(job.result).images
+
+
+def _image(media: Media) -> InputImage:
     if not media.content_type.startswith("image/"):
         raise _Unresolved("is not an image")
-    return Reference.of(media)
+    return _input_image(media)
 
 
-def _fetch_and_store(services: Services, account_id: str, url: str) -> Reference:
+def _fetch_and_store(services: Services, account_id: str, url: str) -> InputImage:
     settings = services.settings
     try:
         fetched = fetch(url, FetchPolicy.from_settings(settings, settings.max_image_bytes))
@@ -185,14 +176,14 @@ def _fetch_and_store(services: Services, account_id: str, url: str) -> Reference
     services.storage.put_bytes(media.storage_key, fetched.body, facts.content_type)
     with services.db.write() as session:
         repository.add_media(session, media)
-    return Reference.of(media)
+    return _input_image(media)
 
 
 @dataclass(frozen=True)
 class SourceImage:
     """The image an edit, resize or upscale works on, and the job that made it (its parent)."""
 
-    reference: Reference
+    image: InputImage
     job_id: str
 
 
@@ -206,14 +197,14 @@ def resolve_source_image(services: Services, account_id: str, image_id: str) -> 
         media = repository.generated_image_owned(session, object_id, account_id)
         if media is None:
             job = repository.image_job_owned(session, object_id, account_id)
-            images = (job.result or {}).get("images") if job is not None else None
             if job is None:
                 raise UnresolvedReferences({"imageId": "image not found"})
-            if job.status != "completed" or not images:
+            images = _images_of(job)
+            if not images:
                 raise UnresolvedReferences({"imageId": f"the job is {job.status}, not completed"})
-            media = repository.generated_image_owned(session, images[0]["id"], account_id)
+            media = repository.generated_image_owned(session, images[0].id, account_id)
             if media is None:
                 raise UnresolvedReferences({"imageId": "image not found"})
     if media.job_id is None:
         raise UnresolvedReferences({"imageId": "image not found"})
-    return SourceImage(Reference.of(media), media.job_id)
+    return SourceImage(_input_image(media), media.job_id)

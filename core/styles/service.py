@@ -20,6 +20,7 @@ from core.clock import utcnow
 from core.db import Database
 from core.ids import new_id
 from core.jobs import repository as jobs_repository
+from core.jobs.contract import LentStyle
 from core.pagination import decode_cursor, page_of
 from core.references import repository as references_repository
 from core.references.service import NOT_FOUND, UnresolvedReferences, resolve_references
@@ -120,7 +121,7 @@ def palette_of(style: Style) -> list[str]:
     return [item["hex"] for item in style.colours if item.get("type") == "solid"]
 
 
-def generation_hints(style: Style) -> dict[str, Any]:
+def generation_hints(style: Style) -> LentStyle:
     """What a generation takes from a style (kept in the job's inputs, so the job stands alone
     if the style changes later): palette (solids, then gradient stops), tone, aesthetic."""
     gradient_stops = [
@@ -129,12 +130,12 @@ def generation_hints(style: Style) -> dict[str, Any]:
         if item.get("type") == "gradient"
         for stop in item.get("stops", [])
     ]
-    return {
-        "styleId": style.id,
-        "palette": palette_of(style) + gradient_stops,
-        "tone": list(style.tone),
-        "aesthetic": style.aesthetic,
-    }
+    return LentStyle(
+        style_id=style.id,
+        palette=palette_of(style) + gradient_stops,
+        tone=list(style.tone),
+        aesthetic=style.aesthetic,
+    )
 
 
 def build_assets(

@@ -6,6 +6,7 @@ from datetime import datetime
 from typing import Any, Protocol
 
 from core.clock import isoformat_ms
+from core.jobs.contract import ImagesResult, JobResult, JobStatus, VideoResult, result_of
 from core.storage import Storage
 
 
@@ -40,35 +41,36 @@ class JobPresenter:
 
     def job(self, job: JobLike) -> dict[str, Any]:
         view = self.created(job)
-        if job.status == "completed" and job.result is not None:
-            view["result"] = self._result(job.result)
-        if job.status == "failed" and job.error is not None:
+        if job.status == JobStatus.COMPLETED and job.result is not None:
+            view["result"] = self._result(result_of(job.type, job.result))
+        if job.status == JobStatus.FAILED and job.error is not None:
             view["error"] = {"code": "GENERATION_FAILED", "message": job.error["message"]}
         return view
 
-    def _result(self, stored: dict[str, Any]) -> dict[str, Any]:
-        result: dict[str, Any] = {}
-        if "images" in stored:
-            result["images"] = [
-                {
-                    "id": image["id"],
-                    "url": self.url(image["key"]),
-                    "width": image["width"],
-                    "height": image["height"],
-                }
-                for image in stored["images"]
-            ]
-        if "video" in stored:
-            video = stored["video"]
-            poster = video.get("thumbnailKey")
-            result["video"] = {
-                "id": video["id"],
-                "url": self.url(video["key"]),
-                "durationSeconds": video["durationSeconds"],
-                "thumbnailUrl": self.url(poster) if poster else None,
-                "width": video["width"],
-                "height": video["height"],
+    def _result(self, result: JobResult) -> dict[str, Any]:
+        if isinstance(result, ImagesResult):
+            return {
+                "images": [
+                    {
+                        "id": image.id,
+                        "url": self.url(image.key),
+                        "width": image.width,
+                        "height": image.height,
+                    }
+                    for image in result.images
+                ]
             }
-        if "style" in stored:
-            result["style"] = {"id": stored["style"]["id"]}
-        return result
+        if isinstance(result, VideoResult):
+            video = result.video
+            poster = video.thumbnail_key
+            return {
+                "video": {
+                    "id": video.id,
+                    "url": self.url(video.key),
+                    "durationSeconds": video.duration_seconds,
+                    "thumbnailUrl": self.url(poster) if poster else None,
+                    "width": video.width,
+                    "height": video.height,
+                }
+            }
+        return {"style": {"id": result.style.id}}

@@ -12,6 +12,7 @@ from fastapi.responses import JSONResponse
 from core.accounts.service import Caller
 from core.ids import parse_uuid
 from core.jobs import service as jobs_service
+from core.jobs.contract import IMAGE_TYPES, TERMINAL, JobType
 from core.pagination import BadCursor
 from gateway.auth import current_caller
 from gateway.contract import ERROR_RESPONSES, ContractRoute, JobEnvelope, JobPage
@@ -22,11 +23,9 @@ from gateway.runtime import Gateway, get_gateway
 
 router = APIRouter(route_class=ContractRoute, responses=ERROR_RESPONSES)
 
-IMAGE_TYPES = ("image.generate", "image.edit")
-VIDEO_TYPES = ("video.generate",)
-STYLE_TYPES = ("style.extract",)
-ALL_TYPES = IMAGE_TYPES + VIDEO_TYPES + STYLE_TYPES
-TERMINAL = ("completed", "failed")
+VIDEO_TYPES = (JobType.VIDEO_GENERATE,)
+STYLE_TYPES = (JobType.STYLE_EXTRACT,)
+ALL_TYPES = tuple(JobType)
 
 WaitParam = Annotated[
     Literal["true", "false"] | None,
