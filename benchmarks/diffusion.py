@@ -198,12 +198,9 @@ def worker_runner(
     services: Services, pipelines: PipelineRegistry, email: str
 ) -> tuple[JobRunner, Caller]:
     """A job runner as a worker builds it, and a caller (a fresh account) to create jobs as."""
-    from core.broker import TaskPublisher
-    from core.jobs.dispatch import Dispatcher
+    from core.jobs.lifecycle import JobLifecycle
 
-    runner = JobRunner(
-        services, pipelines, Dispatcher(services, TaskPublisher.from_settings(services.settings))
-    )
+    runner = JobRunner(services, pipelines, JobLifecycle.for_services(services))
     accounts.create_account(services.db, email, "pro", 1_000_000)
     key = accounts.create_key(services.db, email, "bench", None).plaintext
     caller = accounts.authenticate(services.db, key)

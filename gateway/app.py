@@ -12,6 +12,8 @@ from fastapi import FastAPI
 
 from core.health import ReadinessChecks
 from core.jobs import service as jobs_service
+from core.jobs.sweep import JobSweep
+from core.services import Services
 from core.uploads import service as uploads_service
 from gateway import files, health
 from gateway.account.router import router as account_router
@@ -31,20 +33,20 @@ from gateway.videos.router import router as videos_router
 log = logging.getLogger(__name__)
 
 
-def _maintain(gateway: Gateway) -> None:
+def _maintain(sweep: JobSweep, services: Services) -> None:
     """One pass of the periodic housekeeping: publish what needs publishing, drop old
     idempotency keys and the staged bytes of abandoned uploads."""
-    gateway.dispatcher.sweep()
-    jobs_service.purge_idempotency_records(gateway.services.db)
-    uploads_service.purge_abandoned(gateway.services)
+    sweep.run()
+    jobs_service.purge_idempotency_records(services.db)
+    uploads_service.purge_abandoned(services)
 
 
-async def _maintain_forever(gateway: Gateway) -> None:
-    interval = gateway.services.settings.sweep_interval_seconds
+async def _maintain_forever(sweep: JobSweep, services: Services) -> None:
+    interval = services.settings.sweep_interval_seconds
     while True:
         await asyncio.sleep(interval)
         try:
-            await anyio.to_thread.run_sync(_maintain, gateway)
+            await anyio.to_thread.run_sync(_maintain, sweep, services)
         except Exception:
             log.exception("housekeeping failed; next pass in %.0fs", interval)
 
@@ -52,16 +54,18 @@ async def _maintain_forever(gateway: Gateway) -> None:
 def create_app(gateway: Gateway) -> FastAPI:
     @contextlib.asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
-        await gateway.services.events.start()
+        services = gateway.services
+        sweep = JobSweep(gateway.lifecycle)
+        await services.events.start()
         workers = gateway.embedded_workers
         if workers is not None:
-            if gateway.services.settings.embedded_broker:
-                recovered = await anyio.to_thread.run_sync(gateway.dispatcher.recover_after_restart)
+            if services.settings.embedded_broker:
+                recovered = await anyio.to_thread.run_sync(sweep.recover_after_restart)
                 if recovered:
                     log.info("republished %d jobs left in flight by the last run", recovered)
             await anyio.to_thread.run_sync(workers.start)
-        await anyio.to_thread.run_sync(gateway.dispatcher.sweep)
-        sweeper = asyncio.create_task(_maintain_forever(gateway), name="housekeeping")
+        await anyio.to_thread.run_sync(sweep.run)
+        sweeper = asyncio.create_task(_maintain_forever(sweep, services), name="housekeeping")
         try:
             yield
         finally:

@@ -1,4 +1,4 @@
-"""What one gateway process holds: the shared services, the dispatcher, job creation, the rate
+"""What one gateway process holds: the shared services, the job lifecycle, job creation, the rate
 limiter, the metrics and, in embedded mode, the workers running in this process (assembled by
 `sfumato/processes.py`)."""
 
@@ -10,7 +10,7 @@ from typing import Protocol
 from fastapi import Request
 
 from core.jobs.creation import JobCreation
-from core.jobs.dispatch import Dispatcher
+from core.jobs.lifecycle import JobLifecycle
 from core.services import Services
 from gateway.limits import RateLimiter
 from gateway.metrics import GatewayMetrics
@@ -27,7 +27,7 @@ class InProcessWorkers(Protocol):
 @dataclass
 class Gateway:
     services: Services
-    dispatcher: Dispatcher
+    lifecycle: JobLifecycle
     creation: JobCreation
     limiter: RateLimiter
     metrics: GatewayMetrics

@@ -7,10 +7,10 @@ import logging
 import socket
 import threading
 
-from core.broker import TaskPublisher, broker_queue
+from core.broker import broker_queue
 from core.jobs.contract import QUEUES
 from core.jobs.creation import JobCreation
-from core.jobs.dispatch import Dispatcher
+from core.jobs.lifecycle import JobLifecycle
 from core.services import Services
 from gateway.limits import RateLimiter
 from gateway.metrics import GatewayMetrics
@@ -29,18 +29,18 @@ class StartRefused(Exception):
 def build_gateway(services: Services, run_workers: bool) -> Gateway:
     """What one gateway process holds; with `run_workers`, the embedded workers too."""
     settings = services.settings
-    dispatcher = Dispatcher(services, TaskPublisher.from_settings(settings))
+    lifecycle = JobLifecycle.for_services(services)
     workers = None
     if run_workers:
-        runner = JobRunner(services, PipelineRegistry(settings.pipeline_overrides()), dispatcher)
+        runner = JobRunner(services, PipelineRegistry(settings.pipeline_overrides()), lifecycle)
         queues = services.config.queues
         workers = EmbeddedWorkers(
             services, runner, {queue: queues.of(queue).concurrency for queue in QUEUES}
         )
     return Gateway(
         services=services,
-        dispatcher=dispatcher,
-        creation=JobCreation(services, dispatcher),
+        lifecycle=lifecycle,
+        creation=JobCreation(services, lifecycle),
         limiter=RateLimiter.from_settings(settings, services.config.rate_limits),
         metrics=GatewayMetrics(services.events),
         embedded_workers=workers,
@@ -95,13 +95,13 @@ def run_worker(
             "a separate worker needs a shared broker (SFUMATO_BROKER_URL=redis://...)"
         )
     pool = services.config.queues.of(queue)
-    dispatcher = Dispatcher(services, TaskPublisher.from_settings(settings))
-    runner = JobRunner(services, PipelineRegistry(settings.pipeline_overrides()), dispatcher)
+    lifecycle = JobLifecycle.for_services(services)
+    runner = JobRunner(services, PipelineRegistry(settings.pipeline_overrides()), lifecycle)
     try:
         runner.warm_up([queue])
     except (ModelUnavailable, RegistryError) as error:
         raise StartRefused(f"the {queue} worker cannot load its models: {error}") from None
-    GracefulShutdown(services, dispatcher, runner.in_flight, pool.shutdown_grace_seconds).install()
+    GracefulShutdown(lifecycle, runner.in_flight, pool.shutdown_grace_seconds).install()
     consuming = threading.Event()
     worker_ready.connect(lambda **_: consuming.set(), weak=False)
     worker_shutting_down.connect(lambda **_: consuming.clear(), weak=False)

@@ -9,7 +9,7 @@ import time
 
 from core.db import DATABASE_UNAVAILABLE
 from core.jobs import service as jobs_service
-from core.services import Services
+from core.jobs.lifecycle import JobLifecycle
 from pipelines.base import Cancelled
 
 log = logging.getLogger(__name__)
@@ -21,14 +21,14 @@ class ClaimLost(Exception):
     """The job was cancelled or handed to another worker while this one ran it."""
 
 
-def claim_job(services: Services, job_id: str) -> jobs_service.Claim | None:
+def claim_job(lifecycle: JobLifecycle, job_id: str) -> jobs_service.Claim | None:
     """The claim, or None when the job is not (or no longer) pending; tried again while the
     database is briefly out of reach (a dropped connection, a failover): giving up acknowledges
     the message, and the sweep would only republish the job minutes later."""
     delay = 0.2
     for attempt in range(1, CLAIM_ATTEMPTS + 1):
         try:
-            return jobs_service.claim(services.db, job_id, services.settings.lease_seconds)
+            return lifecycle.claim(job_id)
         except DATABASE_UNAVAILABLE as error:
             if attempt == CLAIM_ATTEMPTS:
                 raise
@@ -47,14 +47,15 @@ class LeaseKeeper:
     jobs do not crowd the database's write lock.
     """
 
-    def __init__(self, services: Services, claim: jobs_service.Claim) -> None:
-        self._services = services
+    def __init__(self, lifecycle: JobLifecycle, claim: jobs_service.Claim) -> None:
+        self._lifecycle = lifecycle
         self._claim = claim
         self._fraction = 0.0
         self._lost = threading.Event()
         self._stop = threading.Event()
-        self._check_interval = min(0.25, services.settings.lease_seconds / 4)
-        self._renew_interval = services.settings.lease_seconds / 3
+        lease_seconds = lifecycle.services.settings.lease_seconds
+        self._check_interval = min(0.25, lease_seconds / 4)
+        self._renew_interval = lease_seconds / 3
         self._thread = threading.Thread(
             target=self._run, name=f"lease-{claim.job.id[:8]}", daemon=True
         )
@@ -68,17 +69,14 @@ class LeaseKeeper:
         self._thread.join()
 
     def _run(self) -> None:
-        db = self._services.db
         renewed_at = time.monotonic()
         while not self._stop.wait(self._check_interval):
             try:
                 if time.monotonic() - renewed_at >= self._renew_interval:
-                    alive = jobs_service.renew_lease(
-                        db, self._claim, self._services.settings.lease_seconds, self._fraction
-                    )
+                    alive = self._lifecycle.renew_lease(self._claim, self._fraction)
                     renewed_at = time.monotonic()
                 else:
-                    alive = jobs_service.holds_claim(db, self._claim)
+                    alive = self._lifecycle.holds_claim(self._claim)
             except Exception as error:  # the database blinked: the lease outlives a blink
                 log.warning("could not renew the lease of job %s: %s", self._claim.job.id, error)
                 continue

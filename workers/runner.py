@@ -10,7 +10,7 @@ from collections.abc import Sequence
 
 from core.jobs import service as jobs_service
 from core.jobs.contract import Operation, Queue
-from core.jobs.dispatch import Dispatcher
+from core.jobs.lifecycle import JobLifecycle
 from core.services import Services
 from core.tables import Job, Media
 from pipelines.base import Cancelled, VideoOutput
@@ -29,28 +29,27 @@ from workers.warm_up import count_model_cache_lookups, warm_up
 
 class JobRunner:
     def __init__(
-        self, services: Services, pipelines: PipelineRegistry, dispatcher: Dispatcher
+        self, services: Services, pipelines: PipelineRegistry, lifecycle: JobLifecycle
     ) -> None:
         self.services = services
         self.pipelines = pipelines
-        # Publishes the next video of an account's line when one of its videos ends.
-        self.dispatcher = dispatcher
+        self.lifecycle = lifecycle
         # What runs now, for the graceful shutdown to hand back.
         self.in_flight = InFlight()
         # Compatible image jobs running at once share one call of a batching pipeline.
         batcher = Batcher(services.config.queues.image.batch_window_ms / 1000)
         batcher.listeners.append(metrics.batch_ran)
         self.operations = Operations(services, pipelines, batcher)
-        self.store = OutputStore(services)
+        self.store = OutputStore(services, lifecycle)
         self.style_extraction = StyleExtraction(services, self.store)
-        self.settlement = Settlement(services, self.store)
+        self.settlement = Settlement(lifecycle, self.store)
         count_model_cache_lookups()
 
     def warm_up(self, queues: Sequence[str]) -> None:
         warm_up(self.pipelines, queues)
 
     def run(self, job_id: str) -> None:
-        claim = claim_job(self.services, job_id)
+        claim = claim_job(self.lifecycle, job_id)
         if claim is None:
             return
         with self.in_flight.track(claim):
@@ -58,24 +57,20 @@ class JobRunner:
 
     def _run_claimed(self, claim: jobs_service.Claim) -> None:
         job = claim.job
-        self.services.events.publish(job.id)
         started = time.perf_counter()
         stored: list[Media] = []
-        completed = False
         try:
-            with LeaseKeeper(self.services, claim) as keeper:
+            with LeaseKeeper(self.lifecycle, claim) as keeper:
                 outcome = self._produce(job, keeper)
             stored = outcome.media
             self.settlement.complete(claim, outcome, started)
-            completed = True
         except (Cancelled, ClaimLost):
             self.settlement.abandon(job, stored, started)
+            return
         except Exception as error:
             self.settlement.fail(claim, error, stored, started)
-        finally:
-            self.services.events.publish(job.id)
-            self.dispatcher.job_ended(job)
-        if completed and job.queue == Queue.VIDEO:
+            return
+        if job.queue == Queue.VIDEO:
             self.store.poster(job, stored[0])
 
     def _produce(self, job: Job, keeper: LeaseKeeper) -> Outcome:

@@ -10,7 +10,7 @@ import resource
 import time
 
 from core.jobs import service as jobs_service
-from core.services import Services
+from core.jobs.lifecycle import JobLifecycle
 from core.storage import StorageError
 from core.tables import Job, Media
 from pipelines.diffusion.common import OutOfDeviceMemory
@@ -24,20 +24,15 @@ log = logging.getLogger(__name__)
 
 
 class Settlement:
-    def __init__(self, services: Services, store: OutputStore) -> None:
-        self.services = services
+    def __init__(self, lifecycle: JobLifecycle, store: OutputStore) -> None:
+        self.lifecycle = lifecycle
         self.store = store
 
     def complete(self, claim: jobs_service.Claim, outcome: Outcome, started: float) -> None:
         """Raises ClaimLost when the job stopped being this worker's before it could complete."""
         job = claim.job
-        if not jobs_service.complete(
-            self.services.db,
-            claim,
-            outcome.result.stored(),
-            outcome.media,
-            outcome.message,
-            outcome.records,
+        if not self.lifecycle.complete(
+            claim, outcome.result, outcome.media, outcome.message, outcome.records
         ):
             raise ClaimLost()
         log.info(
@@ -60,7 +55,7 @@ class Settlement:
         job = claim.job
         log.error("job %s failed", job.id, exc_info=error)
         self.store.discard(stored)
-        jobs_service.fail(self.services.db, claim, failure_message(error))
+        self.lifecycle.fail(claim, failure_message(error))
         metrics.job_ended(job.operation, "failed", time.perf_counter() - started)
 
 

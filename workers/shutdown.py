@@ -22,8 +22,7 @@ from typing import Any
 from celery.signals import worker_shutting_down
 
 from core.jobs import service as jobs_service
-from core.jobs.dispatch import Dispatcher
-from core.services import Services
+from core.jobs.lifecycle import JobLifecycle
 
 log = logging.getLogger(__name__)
 # After handing jobs back, how long their threads get to notice before the process exits.
@@ -68,14 +67,12 @@ class InFlight:
 class GracefulShutdown:
     def __init__(
         self,
-        services: Services,
-        dispatcher: Dispatcher,
+        lifecycle: JobLifecycle,
         in_flight: InFlight,
         grace_seconds: float,
         exit_process: Callable[[int], Any] = os._exit,
     ) -> None:
-        self.services = services
-        self.dispatcher = dispatcher
+        self.lifecycle = lifecycle
         self.in_flight = in_flight
         self.grace_seconds = grace_seconds
         self._exit_process = exit_process
@@ -109,14 +106,11 @@ class GracefulShutdown:
         handed_back = 0
         for claim in self.in_flight.claims():
             try:
-                if not jobs_service.hand_back(self.services.db, claim):
+                if not self.lifecycle.hand_back(claim):
                     continue  # it finished, failed or was cancelled meanwhile
             except Exception:
                 # The database is out of reach: the lease lapses and the sweep hands it out.
                 log.exception("could not hand back job %s", claim.job.id)
                 continue
             handed_back += 1
-            log.warning("job %s handed back for another worker", claim.job.id)
-            self.services.events.publish(claim.job.id)
-            self.dispatcher.publish_new(claim.job)
         return handed_back

@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 from PIL import Image
 
 from core.ids import new_id
-from core.jobs import service as jobs_service
 from core.jobs.contract import ImagesResult, JobResult, StoredImage, StoredVideo, VideoResult
+from core.jobs.lifecycle import JobLifecycle
 from core.services import Services
 from core.storage import StorageError
 from core.tables import Base, Job, Media
@@ -37,8 +37,9 @@ class Outcome:
 
 
 class OutputStore:
-    def __init__(self, services: Services) -> None:
+    def __init__(self, services: Services, lifecycle: JobLifecycle) -> None:
         self.services = services
+        self.lifecycle = lifecycle
 
     def images(self, job: Job, output: ImageOutput) -> Outcome:
         """PNGs, one media row each; nothing is left behind if one cannot be stored."""
@@ -102,9 +103,7 @@ class OutputStore:
                 "image/jpeg",
                 (video.width, video.height),
             )
-            if jobs_service.attach_poster(self.services.db, job.id, poster):
-                self.services.events.publish(job.id)
-            else:
+            if not self.lifecycle.attach_poster(job, poster):
                 self.services.storage.delete(poster.storage_key)
         except Exception:
             log.exception("could not make the poster of job %s", job.id)

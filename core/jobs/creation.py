@@ -47,7 +47,7 @@ from core.jobs.contract import (
     Variations,
     VideoResolution,
 )
-from core.jobs.dispatch import Dispatcher
+from core.jobs.lifecycle import JobLifecycle
 from core.prices import price_of
 from core.references.service import (
     SourceImage,
@@ -133,9 +133,9 @@ class _Planned:
 
 
 class JobCreation:
-    def __init__(self, services: Services, dispatcher: Dispatcher) -> None:
+    def __init__(self, services: Services, lifecycle: JobLifecycle) -> None:
         self.services = services
-        self.dispatcher = dispatcher
+        self.lifecycle = lifecycle
         self._plans: dict[type[JobRequest], Callable[[Caller, Any], _Planned]] = {
             GenerateJobRequest: self._generate,
             EditJobRequest: self._edit,
@@ -164,9 +164,7 @@ class JobCreation:
             price=price_of(self.services.config.prices, planned.inputs),
             parent_job_id=planned.parent_job_id,
         )
-        job, replayed = jobs_service.create(self.services.db, caller, new, idempotency)
-        if not replayed:
-            self.dispatcher.publish_new(job)
+        job, replayed = self.lifecycle.create(caller, new, idempotency)
         return CreatedJob(job, replayed)
 
     def _generate(self, caller: Caller, request: GenerateJobRequest) -> _Planned:

@@ -383,13 +383,13 @@ def hand_back(db: Database, claim: Claim) -> bool:
         )
 
 
-def recover_lapsed(db: Database, job: Job, max_attempts: int) -> bool:
+def recover_lapsed(db: Database, job: Job, max_attempts: int) -> JobStatus | None:
     """A job whose worker vanished: back to pending, or failed and refunded when it has had
-    its attempts. True when it went back to pending and must be published."""
+    its attempts. Returns the status it went to (None when another sweep got there first)."""
     moment = utcnow()
     with db.write() as session:
         if job.attempts >= max_attempts:
-            if repository.transition(
+            if not repository.transition(
                 session,
                 job.id,
                 JobStatus.PROCESSING,
@@ -399,6 +399,9 @@ def recover_lapsed(db: Database, job: Job, max_attempts: int) -> bool:
                 finished_at=moment,
                 lease_expires_at=None,
             ):
-                credits.refund(session, job.account_id, job.id, job.credits_reserved, "failed")
-            return False
-        return repository.requeue_lapsed(session, job.id, moment)
+                return None
+            credits.refund(session, job.account_id, job.id, job.credits_reserved, "failed")
+            return JobStatus.FAILED
+        if not repository.requeue_lapsed(session, job.id, moment):
+            return None
+        return JobStatus.PENDING

@@ -169,12 +169,7 @@ def cancel_job(
     job_id = parse_uuid(id)
     if job_id is None:
         raise not_found("Job")
-    job, was_pending_or_running = jobs_service.cancel(
-        gateway.services.db, caller.account_id, job_id
-    )
+    job = gateway.lifecycle.cancel(caller.account_id, job_id)
     if job is None:
         raise not_found("Job")
-    if was_pending_or_running:
-        gateway.services.events.publish(job.id)
-        gateway.dispatcher.withdraw(job)
     return {"data": presenter_for(request, gateway).job(job)}

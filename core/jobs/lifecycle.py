@@ -1,0 +1,139 @@
+"""A job's life, one function per transition: create, claim, complete, fail, cancel, hand back,
+and the recovery of a job whose worker vanished. Each commits (through `core/jobs/service.py`,
+where the rules, the compare-and-set and the credit movements live) and then says so: the job's
+state event, which wakes the long-polls waiting on it (`core/events.py`), and what the change
+sets going on the broker (the job's task; the next video of its account's line).
+
+The gateway and the workers move jobs only through here; `core/jobs/sweep.py` finds the jobs
+the broker may have lost.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+
+from core.accounts.service import Caller
+from core.broker import TaskPublisher
+from core.jobs import service as jobs_service
+from core.jobs.contract import JobResult, JobStatus
+from core.jobs.dispatch import Dispatcher
+from core.services import Services
+from core.tables import Base, Job, Media
+
+log = logging.getLogger(__name__)
+
+
+class JobLifecycle:
+    def __init__(self, services: Services, dispatcher: Dispatcher) -> None:
+        self.services = services
+        self.dispatcher = dispatcher
+
+    @classmethod
+    def for_services(cls, services: Services) -> JobLifecycle:
+        """The lifecycle of a process, publishing to its deployment's broker."""
+        tasks = TaskPublisher.from_settings(services.settings)
+        return cls(services, Dispatcher(services.db, tasks))
+
+    def create(
+        self,
+        caller: Caller,
+        new: jobs_service.NewJob,
+        idempotency: jobs_service.IdempotencyClaim | None = None,
+    ) -> tuple[Job, bool]:
+        """The pending job with its credits reserved, published; or the job an earlier request
+        with this Idempotency-Key made (True: a replay, nothing new). Raises CreateRefused or
+        InsufficientCredits."""
+        job, replayed = jobs_service.create(self.services.db, caller, new, idempotency)
+        if not replayed:
+            self.dispatcher.publish_new(job)
+        return job, replayed
+
+    def claim(self, job_id: str) -> jobs_service.Claim | None:
+        """pending -> processing for this worker, or None when the job is not pending."""
+        claim = jobs_service.claim(self.services.db, job_id, self.services.settings.lease_seconds)
+        if claim is not None:
+            self.services.events.publish(job_id)
+        return claim
+
+    def renew_lease(self, claim: jobs_service.Claim, progress: float) -> bool:
+        """Keep the claim alive and record the progress; False when the job was cancelled or
+        taken from this worker."""
+        return jobs_service.renew_lease(
+            self.services.db, claim, self.services.settings.lease_seconds, progress
+        )
+
+    def holds_claim(self, claim: jobs_service.Claim) -> bool:
+        return jobs_service.holds_claim(self.services.db, claim)
+
+    def complete(
+        self,
+        claim: jobs_service.Claim,
+        result: JobResult,
+        media: Sequence[Media],
+        message: str | None,
+        records: Sequence[Base] = (),
+    ) -> bool:
+        """processing -> completed with its media and other rows, the charge settled; False
+        when the job stopped being this worker's first."""
+        completed = jobs_service.complete(
+            self.services.db, claim, result.stored(), media, message, records
+        )
+        if completed:
+            self._ended(claim.job)
+        return completed
+
+    def attach_poster(self, job: Job, poster: Media) -> bool:
+        """A completed video's poster joins its result (made just after it completed)."""
+        attached = jobs_service.attach_poster(self.services.db, job.id, poster)
+        if attached:
+            self.services.events.publish(job.id)
+        return attached
+
+    def fail(self, claim: jobs_service.Claim, message: str) -> bool:
+        """processing -> failed, refunded in full; False when no longer this worker's."""
+        failed = jobs_service.fail(self.services.db, claim, message)
+        if failed:
+            self._ended(claim.job)
+        return failed
+
+    def cancel(self, account_id: str, job_id: str) -> Job | None:
+        """The account's job after cancelling it (a terminal job is left as it is); None when
+        the account has no such job."""
+        job, was_in_flight = jobs_service.cancel(self.services.db, account_id, job_id)
+        if job is not None and was_in_flight:
+            self.services.events.publish(job.id)
+            # Its queued task is dropped early; a running pipeline stops at its next progress
+            # report, when the lease keeper sees the claim gone.
+            self.dispatcher.withdraw(job)
+        return job
+
+    def hand_back(self, claim: jobs_service.Claim) -> bool:
+        """processing -> pending from a worker shutting down, published again for another;
+        False when the job was no longer this worker's."""
+        handed_back = jobs_service.hand_back(self.services.db, claim)
+        if handed_back:
+            # Said before publishing: the worker's process may be gone a moment later.
+            log.warning("job %s handed back for another worker", claim.job.id)
+            self.services.events.publish(claim.job.id)
+            self.dispatcher.publish_new(claim.job)
+        return handed_back
+
+    def recover_lapsed(self, job: Job) -> bool:
+        """A job whose worker vanished (its lease lapsed): back to pending and published again,
+        or failed and refunded once it has had its attempts. True when it went back."""
+        status = jobs_service.recover_lapsed(
+            self.services.db, job, self.services.settings.max_attempts
+        )
+        if status == JobStatus.PENDING:
+            log.warning("job %s lost its worker; attempt %d follows", job.id, job.attempts + 1)
+            self.services.events.publish(job.id)
+            self.dispatcher.publish_new(job)
+            return True
+        if status == JobStatus.FAILED:
+            self._ended(job)
+        return False
+
+    def _ended(self, job: Job) -> None:
+        self.services.events.publish(job.id)
+        self.dispatcher.job_ended(job)
