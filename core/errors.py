@@ -10,12 +10,12 @@ envelope in one place, and other callers (the CLI, the dashboard) show the messa
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, ClassVar
+from typing import Any
 
 
 class DomainError(Exception):
-    status: ClassVar[int] = 400
-    code: ClassVar[str] = "VALIDATION_ERROR"
+    status: int = 400
+    code: str = "VALIDATION_ERROR"
 
     def __init__(
         self,

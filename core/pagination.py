@@ -7,11 +7,13 @@ import binascii
 from datetime import datetime
 from typing import Protocol, TypeVar
 
+from core.errors import InvalidInput
 from core.ids import parse_uuid
 
 
-class BadCursor(ValueError):
-    pass
+class BadCursor(InvalidInput):
+    def __init__(self) -> None:
+        super().__init__({"cursor": "is not a cursor this service issued"})
 
 
 def encode_cursor(created_at: datetime, item_id: str) -> str:
@@ -25,10 +27,10 @@ def decode_cursor(cursor: str) -> tuple[datetime, str]:
         moment, _, item_id = raw.partition("|")
         created_at = datetime.fromisoformat(moment)
     except (binascii.Error, UnicodeDecodeError, ValueError) as error:
-        raise BadCursor("not a cursor this service issued") from error
+        raise BadCursor() from error
     canonical = parse_uuid(item_id)
     if canonical is None or created_at.tzinfo is None:
-        raise BadCursor("not a cursor this service issued")
+        raise BadCursor()
     return created_at, canonical
 
 

@@ -101,7 +101,7 @@ def create_app(gateway: Gateway) -> FastAPI:
     install_error_handlers(app)
     install_openapi(app)
     app.add_middleware(RateLimitMiddleware, limiter=gateway.limiter)
-    app.add_middleware(AuthMiddleware, gateway=gateway)
+    app.add_middleware(AuthMiddleware, db=gateway.services.db)
     app.add_middleware(BodyLimitMiddleware, max_bytes=gateway.services.settings.max_body_bytes)
     app.add_middleware(MetricsMiddleware, metrics=gateway.metrics)
     return app

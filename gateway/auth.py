@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from fastapi import Request
+from typing import Annotated
+
+from fastapi import Depends, Request
 
 from core.accounts.service import Caller
 from gateway.errors import unauthorized
@@ -13,3 +15,6 @@ async def current_caller(request: Request) -> Caller:
     if not isinstance(caller, Caller):
         raise unauthorized()
     return caller
+
+
+CallerDep = Annotated[Caller, Depends(current_caller)]

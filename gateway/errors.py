@@ -1,4 +1,8 @@
-"""The one error envelope: `{"error": {"code", "message", "details"}}` for every non-2xx."""
+"""The one error envelope: `{"error": {"code", "message", "details"}}` for every non-2xx.
+
+Every refusal is a `core.errors.DomainError` (the gateway's own are `ApiError`s) and reaches the
+client through one handler, `error_response`; request bodies that fail validation become
+`InvalidInput` with a field path -> reason map."""
 
 from __future__ import annotations
 
@@ -12,7 +16,7 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from core.db import DATABASE_UNAVAILABLE
-from core.errors import DomainError
+from core.errors import DomainError, InvalidInput
 
 log = logging.getLogger(__name__)
 
@@ -34,7 +38,11 @@ STATUS_CODES = {
 }
 
 
-class ApiError(Exception):
+class ApiError(DomainError):
+    """A refusal the gateway makes itself, before or outside any service (a missing key, a rate
+    limit, a bad file signature, a body too large, a dependency down): its status and code are
+    its own, and it may carry headers."""
+
     def __init__(
         self,
         status: int,
@@ -43,16 +51,10 @@ class ApiError(Exception):
         details: Mapping[str, Any] | None = None,
         headers: Mapping[str, str] | None = None,
     ) -> None:
-        super().__init__(message)
+        super().__init__(message, details)
         self.status = status
         self.code = code
-        self.message = message
-        self.details = dict(details) if details is not None else None
         self.headers = dict(headers or {})
-
-
-def not_found(what: str = "Resource") -> ApiError:
-    return ApiError(404, "NOT_FOUND", f"{what} not found")
 
 
 def unauthorized() -> ApiError:
@@ -71,19 +73,20 @@ def database_unavailable() -> ApiError:
     )
 
 
-def validation_error(details: Mapping[str, str], message: str = "Invalid request") -> ApiError:
-    return ApiError(400, "VALIDATION_ERROR", message, details)
-
-
 def envelope(code: str, message: str, details: Mapping[str, Any] | None = None) -> dict[str, Any]:
     return {"error": {"code": code, "message": message, "details": details}}
 
 
-def error_response(error: ApiError) -> JSONResponse:
+def error_response(error: DomainError) -> JSONResponse:
+    """Any refusal, the core's or the gateway's own, in the one envelope with its status (and
+    `Retry-After` when it lifts with time)."""
+    headers = dict(error.headers) if isinstance(error, ApiError) else {}
+    if error.retry_after is not None:
+        headers["Retry-After"] = str(error.retry_after)
     return JSONResponse(
         envelope(error.code, error.message, error.details),
         status_code=error.status,
-        headers=error.headers,
+        headers=headers,
     )
 
 
@@ -160,24 +163,10 @@ def validation_details(errors: list[Any]) -> dict[str, str]:
     return details
 
 
-def refusal_response(error: DomainError) -> JSONResponse:
-    """A core refusal in the envelope, with its status (and `Retry-After` when it lifts)."""
-    headers = {"Retry-After": str(error.retry_after)} if error.retry_after is not None else None
-    return JSONResponse(
-        envelope(error.code, error.message, error.details),
-        status_code=error.status,
-        headers=headers,
-    )
-
-
 def install_error_handlers(app: FastAPI) -> None:
-    @app.exception_handler(ApiError)
-    async def _api_error(_request: Request, error: ApiError) -> JSONResponse:
-        return error_response(error)
-
     @app.exception_handler(DomainError)
     async def _refused(_request: Request, error: DomainError) -> JSONResponse:
-        return refusal_response(error)
+        return error_response(error)
 
     async def _database_down(_request: Request, error: Exception) -> JSONResponse:
         log.warning("database unavailable: %s", str(error).partition("\n")[0])
@@ -188,7 +177,7 @@ def install_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(RequestValidationError)
     async def _invalid(_request: Request, error: RequestValidationError) -> JSONResponse:
-        return error_response(validation_error(validation_details(list(error.errors()))))
+        return error_response(InvalidInput(validation_details(list(error.errors()))))
 
     @app.exception_handler(StarletteHTTPException)
     async def _http(_request: Request, error: StarletteHTTPException) -> JSONResponse:

@@ -8,16 +8,18 @@ from fastapi import APIRouter, Query, Request, Response
 from fastapi.responses import FileResponse
 from starlette.requests import ClientDisconnect
 
+from core.errors import NotFound
 from core.storage.local import FILES_ROUTE, LocalStorage
-from gateway.errors import ApiError, not_found
+from gateway.dependencies import runtime_of
+from gateway.errors import ApiError
 
 router = APIRouter(include_in_schema=False)
 
 
 def _local_storage(request: Request) -> LocalStorage:
-    storage = request.app.state.gateway.services.storage
+    storage = runtime_of(request).services.storage
     if not isinstance(storage, LocalStorage):
-        raise not_found("File")
+        raise NotFound("File")
     return storage
 
 
@@ -30,7 +32,7 @@ def get_file(
         raise ApiError(403, "FORBIDDEN", "Signature invalid or expired")
     path = storage.path_of(key)
     if not path.is_file():
-        raise not_found("File")
+        raise NotFound("File")
     return FileResponse(path, headers={"Cache-Control": "private, max-age=3600"})
 
 

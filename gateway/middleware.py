@@ -9,7 +9,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from core.accounts import service as accounts
 from core.clock import utcnow
-from core.db import DATABASE_UNAVAILABLE
+from core.db import DATABASE_UNAVAILABLE, Database
 from gateway.errors import (
     ApiError,
     database_unavailable,
@@ -17,7 +17,6 @@ from gateway.errors import (
     unauthorized,
 )
 from gateway.reads import run_read
-from gateway.runtime import Gateway
 
 API_PREFIX = "/v1"
 PUBLIC_PATHS = {"/v1/openapi.json"}
@@ -95,9 +94,9 @@ class AuthMiddleware:
     """Every `/v1` path but the OpenAPI document needs a usable key; the caller goes into
     `scope["state"]["caller"]`. Runs before routing so an anonymous caller learns nothing."""
 
-    def __init__(self, app: ASGIApp, gateway: Gateway) -> None:
+    def __init__(self, app: ASGIApp, db: Database) -> None:
         self.app = app
-        self.gateway = gateway
+        self.db = db
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         path = scope.get("path", "")
@@ -105,7 +104,7 @@ class AuthMiddleware:
             await self.app(scope, receive, send)
             return
         key = presented_key(dict(scope["headers"]))
-        db = self.gateway.services.db
+        db = self.db
         now = utcnow()
         try:
             identified = (

@@ -7,8 +7,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol
 
-from fastapi import Request
-
 from core.jobs.creation import JobCreation
 from core.jobs.lifecycle import JobLifecycle
 from core.services import Services
@@ -32,8 +30,3 @@ class Gateway:
     limiter: RateLimiter
     metrics: GatewayMetrics
     embedded_workers: InProcessWorkers | None = None
-
-
-async def get_gateway(request: Request) -> Gateway:
-    gateway: Gateway = request.app.state.gateway
-    return gateway

@@ -15,6 +15,7 @@ from core.config import ServiceConfig
 from core.credits import repository as credits_repository
 from core.credits import service as credits
 from core.db import Database
+from core.errors import DomainError
 from core.tables import Account, ApiKey, CreditEntry, Plan
 
 KEY_PREFIX = "sfm_"
@@ -23,7 +24,7 @@ KEY_STATES = ("active", "deactivated", "revoked")
 TOUCH_INTERVAL = timedelta(seconds=60)
 
 
-class AccountError(Exception):
+class AccountError(DomainError):
     """A management command that cannot be carried out; the message says why."""
 
 

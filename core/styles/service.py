@@ -18,6 +18,7 @@ from sqlalchemy import Connection
 
 from core.clock import utcnow
 from core.db import Database
+from core.errors import NotFound
 from core.ids import new_id
 from core.jobs import repository as jobs_repository
 from core.jobs.contract import LentStyle
@@ -30,6 +31,7 @@ from core.tables import Media, Style, StyleAsset
 from core.uploads import repository as uploads_repository
 
 MAX_NAME_CHARS = 255
+UNRESOLVED_IMAGES = "An image could not be resolved"
 # A generated image is named after the first words of its prompt.
 NAME_WORDS = 8
 
@@ -50,8 +52,11 @@ class AssetSemantics:
     rank: Rank
 
 
-class StyleNotFound(Exception):
+class StyleNotFound(NotFound):
     """No style with this id belongs to the caller."""
+
+    def __init__(self) -> None:
+        super().__init__("Style")
 
 
 @dataclass(frozen=True)
@@ -215,9 +220,12 @@ def link_assets(
     already in the folder keeps its asset. Raises StyleNotFound, or UnresolvedReferences naming
     each `images[i]` that does not resolve."""
     if get_owned(services.db, account_id, style_id) is None:
-        raise StyleNotFound(style_id)
+        raise StyleNotFound()
     fields = {f"images[{index}]": value for index, value in enumerate(images)}
-    resolved = resolve_references(services, account_id, fields)
+    try:
+        resolved = resolve_references(services, account_id, fields)
+    except UnresolvedReferences as error:
+        raise UnresolvedReferences(error.details, UNRESOLVED_IMAGES) from None
     # media id -> the field that first named it (a request may name one image twice).
     wanted: dict[str, str] = {}
     for field, reference in resolved.items():
@@ -232,7 +240,7 @@ def link_assets(
         ]
     for field, row in new_media:
         if row is None:  # resolved a moment ago, so only a concurrent delete gets here
-            raise UnresolvedReferences({field: NOT_FOUND})
+            raise UnresolvedReferences({field: NOT_FOUND}, UNRESOLVED_IMAGES)
         drafts.append(_draft(services, semantics, account_id, row, fields[field]))
     made = {
         asset.media_id: asset for asset in build_assets(semantics, style_id, account_id, drafts)
@@ -240,7 +248,7 @@ def link_assets(
     with services.db.write() as session:
         # Holding the style's row makes concurrent links of the same image wait, then skip it.
         if repository.get_owned(session, style_id, account_id, for_update=True) is None:
-            raise StyleNotFound(style_id)
+            raise StyleNotFound()
         linked = repository.assets_of_media(session, style_id, list(wanted))
         repository.add_assets(session, [a for a in made.values() if a.media_id not in linked])
     return [linked.get(media_id) or made[media_id] for media_id in wanted]
@@ -253,7 +261,7 @@ def list_assets(
     after = decode_cursor(cursor) if cursor else None
     with db.read() as session:
         if repository.get_owned(session, style_id, account_id) is None:
-            raise StyleNotFound(style_id)
+            raise StyleNotFound()
         return page_of(list(repository.asset_page(session, style_id, after, limit + 1)), limit)
 
 
@@ -321,7 +329,7 @@ def search(
     with db.statements() as connection:
         found = repository.folder_version(connection, style_id, account_id)
         if found is None:
-            raise StyleNotFound(style_id)
+            raise StyleNotFound()
         version = (int(found[0]), found[1])
         if version[0] == 0:
             return []

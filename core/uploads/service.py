@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 
 from core.clock import utcnow
+from core.errors import DomainError, InvalidInput, NotFound
 from core.ids import new_id
 from core.images import NotAnImage, TooManyPixels, inspect_image
 from core.services import Services
@@ -19,17 +20,29 @@ from core.tables import Media, Upload
 from core.uploads import repository
 
 
-class UploadNotFound(Exception):
+class UploadNotFound(NotFound):
     """No such upload of this account."""
 
+    def __init__(self) -> None:
+        super().__init__("Upload")
 
-class UploadInvalid(Exception):
-    """The uploaded file is missing or not an acceptable image; the message says why, as a
+
+class UploadInvalid(InvalidInput):
+    """The uploaded file is missing or not an acceptable image; `reason` says why, as a
     predicate for "the file"."""
 
+    def __init__(self, reason: str) -> None:
+        super().__init__({"file": reason}, "The uploaded file was not accepted")
 
-class UploadTooLarge(Exception):
-    """The uploaded image is over the byte or pixel limit (message as for UploadInvalid)."""
+
+class UploadTooLarge(DomainError):
+    """The uploaded image is over the byte or pixel limit (`reason` as for UploadInvalid)."""
+
+    status = 413
+    code = "PAYLOAD_TOO_LARGE"
+
+    def __init__(self, reason: str) -> None:
+        super().__init__("The uploaded file is too large", {"file": reason})
 
 
 @dataclass(frozen=True)
@@ -132,7 +145,7 @@ def _load(services: Services, account_id: str, upload_id: str) -> Upload:
     with services.db.read() as session:
         upload = repository.get_owned(session, upload_id, account_id)
     if upload is None:
-        raise UploadNotFound(upload_id)
+        raise UploadNotFound()
     return upload
 
 

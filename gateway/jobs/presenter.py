@@ -1,4 +1,4 @@
-"""A job row as the API shows it: storage keys become absolute, signed URLs."""
+"""A job row as the API shows it: its result's storage keys become absolute, signed URLs."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from typing import Any, Protocol
 
 from core.clock import isoformat_ms
 from core.jobs.contract import ImagesResult, JobResult, JobStatus, VideoResult, result_of
-from core.storage import Storage
+from gateway.signing import UrlSigner
 
 
 class JobLike(Protocol):
@@ -22,13 +22,8 @@ class JobLike(Protocol):
 
 
 class JobPresenter:
-    def __init__(self, storage: Storage, base_url: str, url_seconds: int) -> None:
-        self.storage = storage
-        self.base_url = base_url
-        self.url_seconds = url_seconds
-
-    def url(self, key: str) -> str:
-        return self.storage.url_for(key, base_url=self.base_url, expires_in=self.url_seconds)
+    def __init__(self, signer: UrlSigner) -> None:
+        self.signer = signer
 
     def created(self, job: JobLike) -> dict[str, Any]:
         """What a create answers: id, type, status and createdAt only."""
@@ -53,7 +48,7 @@ class JobPresenter:
                 "images": [
                     {
                         "id": image.id,
-                        "url": self.url(image.key),
+                        "url": self.signer.url(image.key),
                         "width": image.width,
                         "height": image.height,
                     }
@@ -66,9 +61,9 @@ class JobPresenter:
             return {
                 "video": {
                     "id": video.id,
-                    "url": self.url(video.key),
+                    "url": self.signer.url(video.key),
                     "durationSeconds": video.duration_seconds,
-                    "thumbnailUrl": self.url(poster) if poster else None,
+                    "thumbnailUrl": self.signer.url(poster) if poster else None,
                     "width": video.width,
                     "height": video.height,
                 }

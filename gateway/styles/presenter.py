@@ -6,22 +6,17 @@ from __future__ import annotations
 from typing import Any
 
 from core.clock import isoformat_ms
-from core.storage import Storage
 from core.styles.service import SearchHit, palette_of
 from core.tables import Style, StyleAsset
+from gateway.signing import UrlSigner
 
 
 class StylePresenter:
-    def __init__(self, storage: Storage, base_url: str, url_seconds: int) -> None:
-        self.storage = storage
-        self.base_url = base_url
-        self.url_seconds = url_seconds
-
-    def _url(self, key: str) -> str:
-        return self.storage.url_for(key, base_url=self.base_url, expires_in=self.url_seconds)
+    def __init__(self, signer: UrlSigner) -> None:
+        self.signer = signer
 
     def _logo_url(self, style: Style) -> str | None:
-        return self._url(style.logo_key) if style.logo_key is not None else None
+        return self.signer.url(style.logo_key) if style.logo_key is not None else None
 
     def detail(self, style: Style) -> dict[str, Any]:
         return {
@@ -50,7 +45,7 @@ class StylePresenter:
         return {
             "id": asset.id,
             "name": asset.name,
-            "url": self._url(asset.storage_key),
+            "url": self.signer.url(asset.storage_key),
             "source": asset.source,
             "altText": asset.alt_text,
             "createdAt": isoformat_ms(asset.created_at),
@@ -60,6 +55,6 @@ class StylePresenter:
         return {
             "id": hit.asset_id,
             "name": hit.name,
-            "url": self._url(hit.storage_key),
+            "url": self.signer.url(hit.storage_key),
             "similarity": round(hit.similarity, 6),
         }

@@ -8,24 +8,18 @@ in its thread pool, off the event loop."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, Query, Request, Response
+from fastapi import APIRouter, Query
 
-from core.accounts.service import Caller
-from core.ids import parse_uuid
 from core.jobs.creation import ExtractStyleJobRequest
-from core.pagination import BadCursor
-from core.references.service import UnresolvedReferences
 from core.styles import service as styles_service
 from core.styles.service import AssetSemantics, FolderCache, StyleNotFound
-from gateway.auth import current_caller
+from gateway.auth import CallerDep
 from gateway.contract import CREATE_ERROR_RESPONSES, ERROR_RESPONSES, ContractRoute, JobEnvelope
-from gateway.errors import not_found, validation_error
-from gateway.jobs.creation import IdempotencyKey, accepted, claim_for, create_job
-from gateway.runtime import Gateway, get_gateway
+from gateway.dependencies import DatabaseDep, ServicesDep, SignerDep
+from gateway.jobs.creation import CreateJobDep
+from gateway.paths import StyleId
 from gateway.styles.presenter import StylePresenter
 from gateway.styles.schemas import (
     ExtractRequest,
@@ -44,13 +38,6 @@ SEMANTICS = AssetSemantics(describe=describe_image, embed=embed_texts, rank=rank
 FOLDERS = FolderCache()
 
 
-def presenter_for(request: Request, gateway: Gateway) -> StylePresenter:
-    settings = gateway.services.settings
-    return StylePresenter(
-        gateway.services.storage, str(request.base_url), settings.signed_url_seconds
-    )
-
-
 @router.post(
     "/styles/extract",
     status_code=202,
@@ -58,67 +45,29 @@ def presenter_for(request: Request, gateway: Gateway) -> StylePresenter:
     responses=CREATE_ERROR_RESPONSES,
     summary="Extract a brand style from a website",
 )
-def extract(
-    request: Request,
-    response: Response,
-    body: ExtractRequest,
-    idempotency_key: IdempotencyKey = None,
-    caller: Caller = Depends(current_caller),
-    gateway: Gateway = Depends(get_gateway),
-) -> Any:
-    job_request = ExtractStyleJobRequest(url=body.url)
-    created = create_job(gateway, caller, job_request, claim_for(idempotency_key, request, body))
-    return accepted(request, response, gateway, created)
+def extract(body: ExtractRequest, create: CreateJobDep) -> Any:
+    return create(body, ExtractStyleJobRequest(url=body.url))
 
 
 @router.get("/styles", response_model=StylePage, summary="List saved styles, newest first")
 def list_styles(
-    request: Request,
+    caller: CallerDep,
+    db: DatabaseDep,
+    signer: SignerDep,
     cursor: Annotated[str | None, Query(max_length=512)] = None,
     limit: Annotated[int, Query(ge=1, le=50)] = 20,
-    caller: Caller = Depends(current_caller),
-    gateway: Gateway = Depends(get_gateway),
 ) -> Any:
-    with _as_api_errors():
-        styles, next_cursor = styles_service.list_page(
-            gateway.services.db, caller.account_id, cursor, limit
-        )
-    presenter = presenter_for(request, gateway)
+    styles, next_cursor = styles_service.list_page(db, caller.account_id, cursor, limit)
+    presenter = StylePresenter(signer)
     return {"data": [presenter.summary(style) for style in styles], "nextCursor": next_cursor}
 
 
-def _style_id(id: str) -> str:
-    """The canonical style id, or 404: a malformed id names no style."""
-    style_id = parse_uuid(id)
-    if style_id is None:
-        raise not_found("Style")
-    return style_id
-
-
-@contextmanager
-def _as_api_errors() -> Iterator[None]:
-    """The styles service's refusals as the envelope's answers."""
-    try:
-        yield
-    except StyleNotFound:
-        raise not_found("Style") from None
-    except BadCursor:
-        raise validation_error({"cursor": "is not a cursor this service issued"}) from None
-    except UnresolvedReferences as error:
-        raise validation_error(error.details, "An image could not be resolved") from None
-
-
 @router.get("/styles/{id}", response_model=StyleEnvelope, summary="Get a saved style")
-def get_style(
-    request: Request,
-    id: str,
-    caller: Caller = Depends(current_caller),
-    gateway: Gateway = Depends(get_gateway),
-) -> Any:
-    style = styles_service.get_owned(gateway.services.db, caller.account_id, _style_id(id))
+def get_style(style_id: StyleId, caller: CallerDep, db: DatabaseDep, signer: SignerDep) -> Any:
+    style = styles_service.get_owned(db, caller.account_id, style_id)
     if style is None:
-        raise not_found("Style")
-    return {"data": presenter_for(request, gateway).detail(style)}
+        raise StyleNotFound()
+    return {"data": StylePresenter(signer).detail(style)}
 
 
 @router.post(
@@ -127,17 +76,16 @@ def get_style(
     summary="Link images into a style's folder (extension)",
 )
 def link_assets(
-    request: Request,
-    id: str,
+    style_id: StyleId,
     body: LinkAssetsRequest,
-    caller: Caller = Depends(current_caller),
-    gateway: Gateway = Depends(get_gateway),
+    caller: CallerDep,
+    services: ServicesDep,
+    signer: SignerDep,
 ) -> Any:
-    with _as_api_errors():
-        assets = styles_service.link_assets(
-            gateway.services, SEMANTICS, caller.account_id, _style_id(id), body.images
-        )
-    presenter = presenter_for(request, gateway)
+    assets = styles_service.link_assets(
+        services, SEMANTICS, caller.account_id, style_id, body.images
+    )
+    presenter = StylePresenter(signer)
     return {"data": [presenter.asset(asset) for asset in assets]}
 
 
@@ -147,18 +95,15 @@ def link_assets(
     summary="List a style's linked assets, newest first (extension)",
 )
 def list_assets(
-    request: Request,
-    id: str,
+    style_id: StyleId,
+    caller: CallerDep,
+    db: DatabaseDep,
+    signer: SignerDep,
     cursor: Annotated[str | None, Query(max_length=512)] = None,
     limit: Annotated[int, Query(ge=1, le=50)] = 20,
-    caller: Caller = Depends(current_caller),
-    gateway: Gateway = Depends(get_gateway),
 ) -> Any:
-    with _as_api_errors():
-        assets, next_cursor = styles_service.list_assets(
-            gateway.services.db, caller.account_id, _style_id(id), cursor, limit
-        )
-    presenter = presenter_for(request, gateway)
+    assets, next_cursor = styles_service.list_assets(db, caller.account_id, style_id, cursor, limit)
+    presenter = StylePresenter(signer)
     return {"data": [presenter.asset(asset) for asset in assets], "nextCursor": next_cursor}
 
 
@@ -168,21 +113,10 @@ def list_assets(
     summary="Semantic search over a style's linked assets",
 )
 def search(
-    request: Request,
-    id: str,
-    body: SearchRequest,
-    caller: Caller = Depends(current_caller),
-    gateway: Gateway = Depends(get_gateway),
+    style_id: StyleId, body: SearchRequest, caller: CallerDep, db: DatabaseDep, signer: SignerDep
 ) -> Any:
-    with _as_api_errors():
-        hits = styles_service.search(
-            gateway.services.db,
-            SEMANTICS,
-            FOLDERS,
-            caller.account_id,
-            _style_id(id),
-            body.query,
-            body.limit,
-        )
-    presenter = presenter_for(request, gateway)
+    hits = styles_service.search(
+        db, SEMANTICS, FOLDERS, caller.account_id, style_id, body.query, body.limit
+    )
+    presenter = StylePresenter(signer)
     return {"data": [presenter.hit(hit) for hit in hits]}

@@ -4,16 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from fastapi import APIRouter, Depends, Request
+from fastapi import APIRouter, Request
 
-from core.accounts.service import Caller
-from core.ids import parse_uuid
 from core.uploads import service as uploads
-from gateway.auth import current_caller
+from gateway.auth import CallerDep
 from gateway.contract import ERROR_RESPONSES, ContractRoute, ErrorEnvelope
-from gateway.errors import ApiError, not_found, validation_error
-from gateway.jobs.router import presenter_for
-from gateway.runtime import Gateway, get_gateway
+from gateway.dependencies import ServicesDep, SignerDep
+from gateway.paths import UploadId
 from gateway.uploads.schemas import PresignEnvelope, PresignRequest, UploadEnvelope
 
 router = APIRouter(route_class=ContractRoute, responses=ERROR_RESPONSES)
@@ -21,13 +18,10 @@ router = APIRouter(route_class=ContractRoute, responses=ERROR_RESPONSES)
 
 @router.post("/uploads", response_model=PresignEnvelope, summary="Presign an upload")
 def presign(
-    request: Request,
-    body: PresignRequest,
-    caller: Caller = Depends(current_caller),
-    gateway: Gateway = Depends(get_gateway),
+    request: Request, body: PresignRequest, caller: CallerDep, services: ServicesDep
 ) -> Any:
     presigned = uploads.presign(
-        gateway.services, caller.account_id, body.filename, body.contentType, str(request.base_url)
+        services, caller.account_id, body.filename, body.contentType, str(request.base_url)
     )
     return {
         "data": {
@@ -45,28 +39,13 @@ def presign(
     summary="Complete an upload",
 )
 def complete(
-    request: Request,
-    uploadId: str,
-    caller: Caller = Depends(current_caller),
-    gateway: Gateway = Depends(get_gateway),
+    upload_id: UploadId, caller: CallerDep, services: ServicesDep, signer: SignerDep
 ) -> Any:
-    upload_id = parse_uuid(uploadId)
-    if upload_id is None:
-        raise not_found("Upload")
-    try:
-        media = uploads.complete(gateway.services, caller.account_id, upload_id)
-    except uploads.UploadNotFound:
-        raise not_found("Upload") from None
-    except uploads.UploadInvalid as error:
-        raise validation_error({"file": str(error)}, "The uploaded file was not accepted") from None
-    except uploads.UploadTooLarge as error:
-        raise ApiError(
-            413, "PAYLOAD_TOO_LARGE", "The uploaded file is too large", {"file": str(error)}
-        ) from None
+    media = uploads.complete(services, caller.account_id, upload_id)
     return {
         "data": {
             "id": media.id,
-            "url": presenter_for(request, gateway).url(media.storage_key),
+            "url": signer.url(media.storage_key),
             "contentType": media.content_type,
             "width": media.width,
             "height": media.height,

@@ -1,0 +1,62 @@
+"""What a route may depend on, each taken from this process's runtime (`gateway/runtime.py`), so
+a resource names the few things it uses rather than the whole gateway."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import Depends, Request
+
+from core.db import Database
+from core.jobs.creation import JobCreation
+from core.jobs.lifecycle import JobLifecycle
+from core.services import Services
+from gateway.jobs.reads import JobReads
+from gateway.metrics import GatewayMetrics
+from gateway.runtime import Gateway
+from gateway.signing import UrlSigner
+
+
+def runtime_of(request: Request) -> Gateway:
+    runtime: Gateway = request.app.state.gateway
+    return runtime
+
+
+async def _database(request: Request) -> Database:
+    return runtime_of(request).services.db
+
+
+async def _services(request: Request) -> Services:
+    return runtime_of(request).services
+
+
+async def _lifecycle(request: Request) -> JobLifecycle:
+    return runtime_of(request).lifecycle
+
+
+async def _creation(request: Request) -> JobCreation:
+    return runtime_of(request).creation
+
+
+async def _metrics(request: Request) -> GatewayMetrics:
+    return runtime_of(request).metrics
+
+
+async def _job_reads(request: Request) -> JobReads:
+    services = runtime_of(request).services
+    return JobReads(services.db, services.events, services.settings.wait_seconds)
+
+
+async def _url_signer(request: Request) -> UrlSigner:
+    services = runtime_of(request).services
+    return UrlSigner(services.storage, str(request.base_url), services.settings.signed_url_seconds)
+
+
+DatabaseDep = Annotated[Database, Depends(_database)]
+# For the core services that take them all (uploads, references, styles' folders).
+ServicesDep = Annotated[Services, Depends(_services)]
+LifecycleDep = Annotated[JobLifecycle, Depends(_lifecycle)]
+CreationDep = Annotated[JobCreation, Depends(_creation)]
+MetricsDep = Annotated[GatewayMetrics, Depends(_metrics)]
+JobReadsDep = Annotated[JobReads, Depends(_job_reads)]
+SignerDep = Annotated[UrlSigner, Depends(_url_signer)]
