@@ -1,7 +1,10 @@
-"""The rules of a job's life: create with a credit reservation, cancel, claim, finish.
+"""The rules of a job's life, one transaction per transition: create with a credit
+reservation, cancel, claim, finish, hand back; and the reads of jobs.
 
 Every transition is a compare-and-set on the row and carries its credit movement in the same
-transaction, so redelivered tasks, racing cancels and lost workers charge exactly once.
+transaction, so redelivered tasks, racing cancels and lost workers charge exactly once. These
+only commit: `core/jobs/lifecycle.py` calls them and then publishes what each changed (the state
+event, the task), and is what the gateway and the workers use.
 """
 
 from __future__ import annotations
