@@ -17,6 +17,7 @@ from benchmarks.report import Section, Table, ms, verdict
 from core.accounts import service as accounts
 from core.accounts.service import Caller
 from core.jobs import service as jobs_service
+from core.jobs.contract import GenerateInputs
 from core.services import Services
 from core.settings import Settings
 from pipelines.base import GenerateInput
@@ -226,14 +227,15 @@ def _worker_against_direct(
                 type="image.generate",
                 operation="generate",
                 queue="image",
-                inputs={
-                    "prompt": job_input.prompt,
-                    "width": SIZE,
-                    "height": SIZE,
-                    "quality": "medium",
-                    "variations": 1,
-                    "references": [],
-                },
+                inputs=GenerateInputs(
+                    prompt=job_input.prompt,
+                    aspect_ratio="1:1",
+                    quality="medium",
+                    resolution="1K",
+                    variations=1,
+                    width=SIZE,
+                    height=SIZE,
+                ).stored(),
                 price=1,
             ),
         )

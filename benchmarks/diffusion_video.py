@@ -18,6 +18,7 @@ from benchmarks.diffusion import Timing, WorkerPath, median_timing, timed, worke
 from benchmarks.harness import Options
 from benchmarks.report import Section, Table, ms
 from core.jobs import service as jobs_service
+from core.jobs.contract import AnimateInputs, InputImage
 from core.services import Services
 from core.settings import Settings
 from pipelines.base import AnimateInput, TransitionInput
@@ -153,24 +154,34 @@ def _worker_against_direct(
     direct_path = str(services.settings.data_dir / "direct.mp4")
     pairs: list[tuple[Timing, Timing]] = []
     for index in range(repetitions + 1):
-        inputs = {
-            "image": {"key": "references/bench.png"},
-            "prompt": f"waves {index}",
-            "duration": 1,
-            "width": WIDTH,
-            "height": HEIGHT,
-            "audio": True,
-            "negativePrompt": None,
-        }
+        inputs = AnimateInputs(
+            image=InputImage(
+                media_id="bench",
+                key="references/bench.png",
+                content_type="image/png",
+                width=image.width,
+                height=image.height,
+            ),
+            prompt=f"waves {index}",
+            duration=1,
+            resolution="480p",
+            audio=True,
+            width=WIDTH,
+            height=HEIGHT,
+        )
         job, _ = jobs_service.create(
             services.db,
             caller,
             jobs_service.NewJob(
-                type="video.generate", operation="animate", queue="video", inputs=inputs, price=1
+                type="video.generate",
+                operation="animate",
+                queue="video",
+                inputs=inputs.stored(),
+                price=1,
             ),
         )
         request = AnimateInput(
-            image, str(inputs["prompt"]), 1, WIDTH, HEIGHT, seed=job.seed, output_path=direct_path
+            image, inputs.prompt, 1, WIDTH, HEIGHT, seed=job.seed, output_path=direct_path
         )
         # Alternate which goes first: the second of a pair runs on warmer caches.
         if index % 2:
