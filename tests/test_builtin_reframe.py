@@ -9,7 +9,8 @@ from PIL import Image
 from core.sizes import image_size
 from pipelines.base import Cancelled, GenerateInput, ReframeInput
 from pipelines.builtin.generate import BuiltinGenerate
-from pipelines.builtin.reframe import BuiltinReframe, placement
+from pipelines.builtin.reframe import BuiltinReframe
+from pipelines.media.framing import placement
 from tests.test_builtin_generate import RecordingControl
 
 

@@ -21,9 +21,9 @@ from PIL import Image
 
 from pipelines.base import AnimateInput, Cancelled, TransitionInput, VideoOutput
 from pipelines.builtin.animate import BuiltinAnimate
-from pipelines.builtin.mp4 import AUDIO_RATE, FPS, poster_jpeg
-from pipelines.builtin.soundtrack import compose_soundtrack, integrated_loudness
 from pipelines.builtin.transition import BuiltinTransition
+from pipelines.media.mp4 import AUDIO_RATE, FPS, poster_jpeg
+from pipelines.media.soundtrack import compose_soundtrack, integrated_loudness
 
 LUMA = np.array([0.299, 0.587, 0.114])
 

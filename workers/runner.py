@@ -40,8 +40,8 @@ from pipelines.base import (
     UpscaleInput,
     VideoOutput,
 )
-from pipelines.builtin.mp4 import poster_jpeg
 from pipelines.diffusion.common import OutOfDeviceMemory
+from pipelines.media.mp4 import poster_jpeg
 from pipelines.registry import PipelineRegistry
 from pipelines.styles import (
     BrandImage,

@@ -31,10 +31,11 @@ from pipelines.builtin.depth_layers import (
     push_pull_fill,
     split_layers,
 )
-from pipelines.builtin.framing import cover, ease_in_out
-from pipelines.builtin.mp4 import FPS, Mp4Writer, audio_samples_for, frame_count_for
-from pipelines.builtin.soundtrack import compose_soundtrack
+from pipelines.builtin.easing import ease_in_out
 from pipelines.builtin.video_prompt import VideoDirections, parse_directions
+from pipelines.media.framing import cover
+from pipelines.media.mp4 import FPS, Mp4Writer, audio_samples_for, frame_count_for
+from pipelines.media.soundtrack import compose_soundtrack
 
 # OpenCV's stubs type every result as a generic array, so these aliases document intent only.
 Float = NDArray[Any]  # float32 planes and images

@@ -27,7 +27,6 @@ from PIL import Image
 from pipelines.base import EditInput, ImageOutput, JobControl
 from pipelines.builtin import styles
 from pipelines.builtin import vocabulary as vocab
-from pipelines.builtin.generate import parse_hex_colour
 from pipelines.builtin.imaging import (
     LUMA,
     Float,
@@ -38,6 +37,7 @@ from pipelines.builtin.imaging import (
     to_array,
     to_image,
 )
+from pipelines.media.colours import COLOURS, parse_hex_colour
 
 log = logging.getLogger(__name__)
 
@@ -262,7 +262,7 @@ def plan_edit(prompt: str, has_references: bool) -> EditPlan:
         words = vocab.EXPANSIONS.get(match[0], (match[0],))
         looks = [vocab.MOOD_WORDS.get(w) or vocab.TIME_WORDS.get(w) for w in words]
         steps = tuple(step for look in looks if look for step in LOOKS.get(look, ()))
-        steps += tuple(Step("tint", 1.0, w) for w in words if w in vocab.COLOURS)
+        steps += tuple(Step("tint", 1.0, w) for w in words if w in COLOURS)
         if steps:
             claim(match, steps)
     if has_references and not any(s.operation == "reference" for s in plan.steps):
@@ -325,7 +325,7 @@ def sepia(picture: Float, amount: float, _: Context) -> Float:
 
 def tint(picture: Float, amount: float, colour_name: str) -> Float:
     """Towards a named colour (away from it when negative), keeping each pixel's brightness."""
-    colour = np.array(vocab.COLOURS[colour_name], np.float32)
+    colour = np.array(COLOURS[colour_name], np.float32)
     target = colour * (_grey(picture) / max(float(luma(colour)), 0.05))
     return picture + (target - picture) * np.float32(np.clip(0.3 * amount, -0.6, 0.6))
 

@@ -30,6 +30,7 @@ from pipelines.base import GenerateInput, ImageOutput, JobControl, StyleHints
 from pipelines.builtin import styles
 from pipelines.builtin import vocabulary as vocab
 from pipelines.builtin.imaging import log_peak_memory, to_array, to_image
+from pipelines.media.colours import COLOURS, RGB, parse_hex_colour
 
 log = logging.getLogger(__name__)
 
@@ -115,7 +116,7 @@ def _lookup(word: str, table: dict[str, str]) -> str | None:
 
 @dataclass
 class PromptTerms:
-    colours: list[vocab.RGB]
+    colours: list[RGB]
     time: str | None
     scenes: list[str]
     moods: list[str]
@@ -132,7 +133,7 @@ def parse_prompt(text: str) -> PromptTerms:
         if phrase in lowered and terms.time is None:
             terms.time = phrase_time
             terms.recognised.append(phrase)
-    colour_names = {name: name for name in vocab.COLOURS}
+    colour_names = {name: name for name in COLOURS}
     for original in _WORD.findall(lowered):
         for word in vocab.EXPANSIONS.get(original, (original,)):
             time = _lookup(word, vocab.TIME_WORDS)
@@ -146,8 +147,8 @@ def parse_prompt(text: str) -> PromptTerms:
                 terms.scenes.append(scene)
             if mood and mood not in terms.moods:
                 terms.moods.append(mood)
-            if colour and vocab.COLOURS[colour] not in terms.colours:
-                terms.colours.append(vocab.COLOURS[colour])
+            if colour and COLOURS[colour] not in terms.colours:
+                terms.colours.append(COLOURS[colour])
             if feature:
                 terms.features.add(feature)
             if time or scene or mood or colour or feature:
@@ -157,22 +158,9 @@ def parse_prompt(text: str) -> PromptTerms:
     return terms
 
 
-def parse_hex_colour(text: str) -> vocab.RGB | None:
-    digits = text.strip().lstrip("#")
-    if len(digits) == 3:
-        digits = "".join(d * 2 for d in digits)
-    if len(digits) != 6:
-        return None
-    try:
-        value = int(digits, 16)
-    except ValueError:
-        return None
-    return ((value >> 16) / 255.0, ((value >> 8) & 255) / 255.0, (value & 255) / 255.0)
-
-
-def dominant_colours(images: Sequence[Image.Image], count: int = 3) -> list[vocab.RGB]:
+def dominant_colours(images: Sequence[Image.Image], count: int = 3) -> list[RGB]:
     """The most common colours of reference images, by median cut on small thumbnails."""
-    weighted: list[tuple[float, vocab.RGB]] = []
+    weighted: list[tuple[float, RGB]] = []
     for image in images:
         thumbnail = image.convert("RGB")
         thumbnail.thumbnail((64, 64))
@@ -245,7 +233,7 @@ class Palette:
         for role in roles:
             setattr(self, role, change(getattr(self, role)))
 
-    def apply_colours(self, colours: Sequence[vocab.RGB], strength: float) -> None:
+    def apply_colours(self, colours: Sequence[RGB], strength: float) -> None:
         """Lead colour for sky top, near land and water; second for horizon and far land."""
         if not colours:
             return

@@ -27,11 +27,12 @@ import numpy as np
 from numpy.typing import NDArray
 
 from pipelines.base import JobControl, TransitionInput, VideoOutput
-from pipelines.builtin import rife
-from pipelines.builtin.framing import cover, ease_in_out, smoothstep
-from pipelines.builtin.mp4 import FPS, Mp4Writer, audio_samples_for, frame_count_for
-from pipelines.builtin.soundtrack import compose_soundtrack
+from pipelines.builtin.easing import ease_in_out, smoothstep
 from pipelines.builtin.video_prompt import VideoDirections, parse_directions
+from pipelines.media import rife
+from pipelines.media.framing import cover
+from pipelines.media.mp4 import FPS, Mp4Writer, audio_samples_for, frame_count_for
+from pipelines.media.soundtrack import compose_soundtrack
 
 # OpenCV's stubs type every result as a generic array, so these aliases document intent only.
 Frame = NDArray[Any]  # 8-bit RGB frames

@@ -20,6 +20,7 @@ from PIL import Image
 from models.cache import ModelCache, shared_cache
 from models.registry import ModelSpec, configured_registry
 from pipelines.base import Cancelled, ImageOutput, JobControl, StyleHints
+from pipelines.media.colours import COLOURS, parse_hex_colour
 
 log = logging.getLogger(__name__)
 
@@ -108,9 +109,6 @@ def style_prompt(prompt: str, style: StyleHints | None) -> str:
     """The prompt enriched with a brand style's aesthetic, tone and palette, in words."""
     if style is None:
         return prompt
-    from pipelines.builtin.generate import parse_hex_colour
-    from pipelines.builtin.vocabulary import COLOURS
-
     colours = []
     for text in style.palette:
         rgb = parse_hex_colour(text)
@@ -134,8 +132,6 @@ def palette_image(palette: Sequence[str], width: int, height: int, seed: int) ->
     """Soft diagonal bands of the palette's colours with a little noise: an init image that
     leads image-to-image towards the brand's colours without drawing anything."""
     import numpy as np
-
-    from pipelines.builtin.generate import parse_hex_colour
 
     colours = [c for c in map(parse_hex_colour, palette) if c] or [(0.5, 0.5, 0.5)]
     rng = np.random.default_rng(seed)

@@ -14,7 +14,6 @@ from collections.abc import Hashable
 from PIL import Image
 
 from pipelines.base import EditInput, ImageOutput
-from pipelines.builtin.framing import cover
 from pipelines.diffusion.common import (
     BatchProgress,
     Call,
@@ -26,6 +25,7 @@ from pipelines.diffusion.common import (
     size_multiple,
     style_prompt,
 )
+from pipelines.media.framing import cover
 
 INSTRUCTION_CLASSES = ("InstructPix2Pix", "Kontext", "QwenImageEdit")
 

@@ -19,7 +19,6 @@ from numpy.typing import NDArray
 from PIL import Image
 
 from pipelines.base import ImageOutput, ReframeInput
-from pipelines.builtin.reframe import placement
 from pipelines.diffusion.common import (
     BatchProgress,
     Call,
@@ -29,6 +28,7 @@ from pipelines.diffusion.common import (
     quality_settings,
     size_multiple,
 )
+from pipelines.media.framing import placement
 
 INPAINTING = "inpainting"
 LANCZOS = Image.Resampling.LANCZOS

@@ -13,10 +13,11 @@ its VAE factor times its patch size (16). The contract wants
   longer than `max_frames` is made in segments (`plan_segments`), each starting from the last
   frame of the one before (animate); a transition, one motion between two fixed frames, is made
   at `max_frames` and stretched;
-- the clip is retimed to 24 fps with the builtin RIFE interpolation (`write_clip`): an
-  output frame that falls between two model frames is an in-between of them; animate keeps the
-  model's timing, a transition spreads its frames over the whole duration so it ends on the end
-  frame. Frames stream to the builtin MP4 writer with the builtin soundtrack.
+- the clip is retimed to 24 fps with RIFE interpolation (`write_clip`): an output frame that
+  falls between two model frames is an in-between of them; animate keeps the model's timing, a
+  transition spreads its frames over the whole duration so it ends on the end frame. Frames
+  stream to the MP4 writer with the soundtrack; RIFE, writer and soundtrack are the ones the
+  builtin pipelines use (`pipelines/media/`).
 
 The model call reports progress and checks for cancellation after every denoising step
 (`callback_on_step_end`), draws its noise from a `torch.Generator` seeded by the job, and on a
@@ -40,16 +41,16 @@ from PIL import Image
 from models.cache import ModelCache, shared_cache
 from models.registry import ModelSpec, configured_registry
 from pipelines.base import JobControl, VideoOutput
-from pipelines.builtin import rife
-from pipelines.builtin.framing import cover
-from pipelines.builtin.mp4 import FPS, Mp4Writer, audio_samples_for, frame_count_for
-from pipelines.builtin.soundtrack import compose_soundtrack
 from pipelines.diffusion.common import (
     OutOfDeviceMemory,
     generator_for,
     is_out_of_memory,
     native_size,
 )
+from pipelines.media import rife
+from pipelines.media.framing import cover
+from pipelines.media.mp4 import FPS, Mp4Writer, audio_samples_for, frame_count_for
+from pipelines.media.soundtrack import compose_soundtrack
 
 log = logging.getLogger(__name__)
 
