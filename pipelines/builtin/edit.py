@@ -2,14 +2,14 @@
 
 The instruction is read into steps (`plan_edit`): colour and tone adjustments ("warmer", "brighter",
 "black and white", "remove the colour cast"), looks ("vintage", "sunset", "moody"), a learned
-painting style ("in the style of van gogh", `styles.py`), the look of a reference picture ("like
-this reference"), local effects ("blur the background") and film grain. Words the table does not
-know but the generator's vocabulary does (moods, times of day, colours) still map to the nearest
-look, and an instruction with nothing recognisable gets a gentle auto-enhance. The notes say
-which steps were applied.
+painting style ("in the style of van gogh", `painting_styles.py`), the look of a reference
+picture ("like this reference"), local effects ("blur the background") and film grain. Words the
+table does not know but the generator's vocabulary does (moods, times of day, colours) still map
+to the nearest look, and an instruction with nothing recognisable gets a gentle auto-enhance.
+The notes say which steps were applied.
 
 Everything works on float32 arrays the size of the source; the style networks run on a smaller
-copy (`styles.py`).
+copy (`painting_styles.py`).
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ import numpy as np
 from PIL import Image
 
 from pipelines.base import EditInput, ImageOutput, JobControl
-from pipelines.builtin import styles
+from pipelines.builtin import painting_styles
 from pipelines.builtin import vocabulary as vocab
 from pipelines.builtin.imaging import (
     LUMA,
@@ -246,7 +246,7 @@ def plan_edit(prompt: str, has_references: bool) -> EditPlan:
         plan.steps.extend(chosen)
         plan.applied.append(f"{', '.join(_describe(s) for s in chosen)}{why} (from {phrase!r})")
 
-    learned = styles.find_learned_style(text)
+    learned = painting_styles.find_learned_style(text)
     if learned is not None:
         claim(learned[1], (Step("style", 1.0, learned[0].name),))
     for pattern, steps in PHRASES:
@@ -256,7 +256,7 @@ def plan_edit(prompt: str, has_references: bool) -> EditPlan:
         # A painter or movement the table lacks: a general painterly style stands in.
         name = (request[1] or request[2]).strip()
         index = GENERAL_PAINTING_STYLES[zlib.crc32(name.encode()) % len(GENERAL_PAINTING_STYLES)]
-        stand_in = styles.LEARNED_STYLES[index]
+        stand_in = painting_styles.LEARNED_STYLES[index]
         claim(request, (Step("style", 1.0, stand_in.name),), ", standing in for an unknown style")
     for match in list(_WORDS.finditer(text)):
         words = vocab.EXPANSIONS.get(match[0], (match[0],))
@@ -449,14 +449,14 @@ def split_tone(picture: Float, amount: float, _: Context) -> Float:
 
 
 def _style(picture: Float, amount: float, name: str) -> Float:
-    style = next(s for s in styles.LEARNED_STYLES if s.name == name)
-    return styles.shared_engine().learned(picture, style, min(1.0, 0.85 * amount))
+    style = next(s for s in painting_styles.LEARNED_STYLES if s.name == name)
+    return painting_styles.shared_engine().learned(picture, style, min(1.0, 0.85 * amount))
 
 
 def _reference(picture: Float, amount: float, context: Context) -> Float:
-    board = styles.reference_board(context.references)
+    board = painting_styles.reference_board(context.references)
     strength = float(np.clip(0.85 * amount, 0.0, 1.0))
-    return styles.shared_engine().from_reference(picture, board, strength)
+    return painting_styles.shared_engine().from_reference(picture, board, strength)
 
 
 Operation = Callable[[Float, float, Context], Float]

@@ -27,7 +27,7 @@ from numpy.typing import NDArray
 from PIL import Image
 
 from pipelines.base import GenerateInput, ImageOutput, JobControl, StyleHints
-from pipelines.builtin import styles
+from pipelines.builtin import painting_styles
 from pipelines.builtin import vocabulary as vocab
 from pipelines.builtin.imaging import log_peak_memory, to_array, to_image
 from pipelines.media.colours import COLOURS, RGB, parse_hex_colour
@@ -1247,8 +1247,8 @@ class BuiltinGenerate:
         terms = parse_prompt(text)
         layout = layout_of(terms)
         palette = build_palette(terms, layout, inputs.references, inputs.style)
-        learned = styles.find_learned_style(text)
-        board = styles.reference_board(inputs.references) if inputs.references else None
+        learned = painting_styles.find_learned_style(text)
+        board = painting_styles.reference_board(inputs.references) if inputs.references else None
         paint_width = max(1, round(inputs.width * quality.render_scale))
         paint_height = max(1, round(inputs.height * quality.render_scale))
         shorter = min(paint_width, paint_height)
@@ -1313,10 +1313,10 @@ REFERENCE_STRENGTH_UNDER_STYLE = 0.45
 
 
 def paint_over(
-    image: Image.Image, learned: styles.LearnedStyle | None, board: Image.Image | None
+    image: Image.Image, learned: painting_styles.LearnedStyle | None, board: Image.Image | None
 ) -> Image.Image:
     """The learned style first; then the references pull the look (and colours) their way."""
-    engine = styles.shared_engine()
+    engine = painting_styles.shared_engine()
     picture = to_array(image)
     if learned is not None:
         picture = engine.learned(picture, learned, LEARNED_STYLE_STRENGTH)
