@@ -8,7 +8,8 @@ import pytest
 from PIL import Image
 
 from pipelines.base import Cancelled, EditInput, GenerateInput
-from pipelines.builtin.edit import BuiltinEdit, plan_edit
+from pipelines.builtin.edit import BuiltinEdit
+from pipelines.builtin.edit.instructions import plan_edit
 from pipelines.builtin.generate import BuiltinGenerate
 from tests.test_builtin_generate import RecordingControl
 
