@@ -16,6 +16,11 @@ class Cancelled(Exception):
     """Raised from `JobControl.progress` when the job was cancelled; the pipeline just unwinds."""
 
 
+class OutOfDeviceMemory(MemoryError):
+    """The GPU ran out of memory even after the pipeline freed what it could and tried again (a
+    batch split in half, a video call retried once)."""
+
+
 class JobControl(Protocol):
     def progress(self, fraction: float, message: str | None = None) -> None:
         """Report progress in [0, 1]; raises `Cancelled` when the job has been cancelled."""

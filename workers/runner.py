@@ -34,13 +34,13 @@ from pipelines.base import (
     EditInput,
     GenerateInput,
     ImageOutput,
+    OutOfDeviceMemory,
     ReframeInput,
     StyleHints,
     TransitionInput,
     UpscaleInput,
     VideoOutput,
 )
-from pipelines.diffusion.common import OutOfDeviceMemory
 from pipelines.media.mp4 import poster_jpeg
 from pipelines.registry import PipelineRegistry
 from pipelines.styles import (
