@@ -23,7 +23,8 @@ class OutOfDeviceMemory(MemoryError):
 
 class JobControl(Protocol):
     def progress(self, fraction: float, message: str | None = None) -> None:
-        """Report progress in [0, 1]; raises `Cancelled` when the job has been cancelled."""
+        """Report how much of the pipeline's own work is done, in [0, 1] (the runner places it
+        within the job's progress); raises `Cancelled` when the job has been cancelled."""
 
 
 @dataclass(frozen=True)

@@ -26,7 +26,6 @@ import numpy as np
 from pipelines.base import ImageOutput, JobControl, ReframeInput
 from pipelines.builtin.imaging import (
     Float,
-    Stages,
     blurred,
     log_peak_memory,
     luma,
@@ -34,6 +33,7 @@ from pipelines.builtin.imaging import (
     to_array,
     to_image,
 )
+from pipelines.builtin.stages import Stages
 from pipelines.builtin.superres import shared_super_resolution
 from pipelines.builtin.upscale import enlarge
 from pipelines.media.framing import placement

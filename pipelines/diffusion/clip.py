@@ -24,7 +24,6 @@ from pipelines.media.mp4 import FPS, Mp4Writer, audio_samples_for
 from pipelines.media.soundtrack import compose_soundtrack
 
 GENERATION_SHARE = 0.8  # of the progress, for the denoising steps; the rest is retime + encode
-PROGRESS_SHARE = 0.9  # the worker reports "storing" at 0.95
 # An output instant this close to a model frame shows that frame rather than an in-between.
 SNAP = 0.02
 FRAMES_PER_BATCH = 4  # in-betweens per RIFE call (as the builtin transition)
@@ -37,7 +36,7 @@ def step_reporter(
 
     def report(done: float) -> None:
         fraction = GENERATION_SHARE * (segment + done) / segments
-        control.progress(PROGRESS_SHARE * fraction, message)
+        control.progress(fraction, message)
 
     return report
 
@@ -89,7 +88,7 @@ def write_clip(
         written = 0
         for batch in _batches(positions):
             done = GENERATION_SHARE + (1 - GENERATION_SHARE) * written / frame_count
-            control.progress(PROGRESS_SHARE * done, "retiming to 24 fps")
+            control.progress(done, "retiming to 24 fps")
             written += len(batch)
             first = math.floor(batch[0])
             instants = [position - first for position in batch]

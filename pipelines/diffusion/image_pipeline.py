@@ -66,7 +66,7 @@ class BatchProgress:
         self._span = (0.0, 1.0)
 
     def within(self, start: float, stop: float) -> None:
-        """Map the next call's own progress [0, 1] to [start, stop] of the jobs' progress."""
+        """Map the next call's own progress [0, 1] to [start, stop] of the members' progress."""
         self._span = (start, stop)
 
     def report(self, fraction: float, message: str | None = None) -> None:
@@ -76,7 +76,7 @@ class BatchProgress:
             if index in self.dropped:
                 continue
             try:
-                control.progress(overall * 0.9, message)  # the last 10 % is storing
+                control.progress(overall, message)
             except Cancelled:
                 log.info("member %d of a batch was cancelled; dropping it", index)
                 self.dropped.add(index)

@@ -17,7 +17,8 @@ from pipelines.builtin.edit.adjustments import (
     brand_grade,
 )
 from pipelines.builtin.edit.instructions import plan_edit
-from pipelines.builtin.imaging import Stages, log_peak_memory, to_array, to_image
+from pipelines.builtin.imaging import log_peak_memory, to_array, to_image
+from pipelines.builtin.stages import Stages
 
 log = logging.getLogger(__name__)
 

@@ -19,9 +19,6 @@ from pipelines.builtin.imaging import log_peak_memory, to_array, to_image
 
 log = logging.getLogger(__name__)
 
-# The worker reports "storing" at 0.95 once we return, so painting reports stay below that.
-PROGRESS_SHARE = 0.9
-
 
 class BuiltinGenerate:
     """Text to image with no model: a procedural painter steered by the prompt's words, then
@@ -52,7 +49,7 @@ class BuiltinGenerate:
         images = []
         for index in range(inputs.variations):
             control.progress(
-                PROGRESS_SHARE * index / inputs.variations,
+                index / inputs.variations,
                 f"planning image {index + 1} of {inputs.variations}",
             )
             root = stable_int(inputs.seed, index)
@@ -64,9 +61,7 @@ class BuiltinGenerate:
             if image.size != (inputs.width, inputs.height):
                 image = image.resize((inputs.width, inputs.height), Image.Resampling.LANCZOS)
             if learned or board:
-                control.progress(
-                    PROGRESS_SHARE * (index + paint_share) / inputs.variations, "styling"
-                )
+                control.progress((index + paint_share) / inputs.variations, "styling")
                 image = paint_over(image, learned[0] if learned else None, board)
             images.append(image)
         notes = [
@@ -96,7 +91,7 @@ class BuiltinGenerate:
             nonlocal next_report
             if done >= next_report:
                 next_report += 1.0 / REPORTS_PER_IMAGE
-                control.progress(PROGRESS_SHARE * (index + done * share) / count, "painting")
+                control.progress((index + done * share) / count, "painting")
 
         return report
 
