@@ -21,6 +21,7 @@ from core.jobs.contract import GenerateInputs
 from core.services import Services
 from core.settings import Settings
 from pipelines.base import GenerateInput
+from pipelines.diffusion.generate import DiffusionGenerate
 from pipelines.registry import PipelineRegistry
 from workers.runner import JobRunner
 
@@ -130,6 +131,7 @@ def run(options: Options) -> Section:
     services.prepare()
     pipelines = PipelineRegistry(settings.pipeline_overrides())
     pipeline = pipelines.get("generate")
+    assert isinstance(pipeline, DiffusionGenerate)  # DIFFUSION_GENERATE names it
     device = pipeline.cache.device
     if device == "cpu":
         import torch

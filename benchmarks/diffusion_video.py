@@ -70,7 +70,10 @@ def run(options: Options) -> Section:
     services = Services.from_settings(settings)
     services.prepare()
     pipelines = PipelineRegistry(settings.pipeline_overrides())
+    from pipelines.diffusion.animate import DiffusionAnimate  # imports torch: only when run
+
     animate, transition = pipelines.get("animate"), pipelines.get("transition")
+    assert isinstance(animate, DiffusionAnimate)  # DIFFUSION_VIDEO names it
     device = animate.model.cache.device
     if device == "cpu":
         import torch

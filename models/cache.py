@@ -273,7 +273,7 @@ class ModelCache:
 def _load_ip_adapter(weights: _Weights, spec: ModelSpec) -> None:
     """Load the entry's IP-Adapter into its weights: the UNet is shared by every pipeline made
     from them, so each gets the image encoder too (and every call on these weights then passes
-    image embeddings: pipelines/diffusion/common.py)."""
+    image embeddings: pipelines/diffusion/image_pipeline.py)."""
     adapter = spec.option("ip_adapter")
     base = next(iter(weights.pipelines.values()))
     try:

@@ -1,24 +1,45 @@
 """The pipeline interface: one operation, typed inputs, a progress/cancel handle, media out.
 
 Pipelines know nothing of HTTP, Celery or the database: a worker builds their inputs from a job
-row, hands them a `JobControl`, and stores what they return.
+row, hands them a `JobControl`, and stores what they return. Each of the seven operations has
+its input type and its protocol here (`GeneratePipeline` ... `ExtractStylePipeline`);
+`pipelines/registry.py` says which class serves each.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from PIL import Image
+
+if TYPE_CHECKING:
+    from pipelines.styles import Extraction, Fetcher
 
 
 class Cancelled(Exception):
     """Raised from `JobControl.progress` when the job was cancelled; the pipeline just unwinds."""
 
 
+class OutOfDeviceMemory(MemoryError):
+    """The GPU ran out of memory even after the pipeline freed what it could and tried again (a
+    batch split in half, a video call retried once)."""
+
+
 class JobControl(Protocol):
     def progress(self, fraction: float, message: str | None = None) -> None:
-        """Report progress in [0, 1]; raises `Cancelled` when the job has been cancelled."""
+        """Report how much of the pipeline's own work is done, in [0, 1] (the runner places it
+        within the job's progress); raises `Cancelled` when the job has been cancelled."""
+
+
+@runtime_checkable
+class Pipeline(Protocol):
+    """What every operation's pipeline has, whatever its inputs: the operation it serves and
+    `run`. The protocols below say what each operation's `run` takes and returns."""
+
+    operation: str
+
+    def run(self, inputs: Any, control: JobControl) -> Any: ...
 
 
 @dataclass(frozen=True)
@@ -66,6 +87,13 @@ class EditInput:
     style: StyleHints | None = None
 
 
+@runtime_checkable
+class EditPipeline(Protocol):
+    operation: str
+
+    def run(self, inputs: EditInput, control: JobControl) -> ImageOutput: ...
+
+
 @dataclass(frozen=True)
 class ReframeInput:
     """Show `source` at a new aspect ratio and size, extending the scene into the new area."""
@@ -76,6 +104,13 @@ class ReframeInput:
     seed: int = 0
 
 
+@runtime_checkable
+class ReframePipeline(Protocol):
+    operation: str
+
+    def run(self, inputs: ReframeInput, control: JobControl) -> ImageOutput: ...
+
+
 @dataclass(frozen=True)
 class UpscaleInput:
     """Enlarge `source` to exactly `width` x `height` (its aspect ratio, up to rounding)."""
@@ -84,6 +119,13 @@ class UpscaleInput:
     width: int
     height: int
     seed: int = 0
+
+
+@runtime_checkable
+class UpscalePipeline(Protocol):
+    operation: str
+
+    def run(self, inputs: UpscaleInput, control: JobControl) -> ImageOutput: ...
 
 
 @dataclass(frozen=True)
@@ -114,6 +156,13 @@ class AnimateInput:
     output_path: str = ""
 
 
+@runtime_checkable
+class AnimatePipeline(Protocol):
+    operation: str
+
+    def run(self, inputs: AnimateInput, control: JobControl) -> VideoOutput: ...
+
+
 @dataclass(frozen=True)
 class TransitionInput:
     """A real in-between from `start` to `end` (not a cross-fade)."""
@@ -128,3 +177,27 @@ class TransitionInput:
     negative_prompt: str | None = None
     seed: int = 0
     output_path: str = ""
+
+
+@runtime_checkable
+class TransitionPipeline(Protocol):
+    operation: str
+
+    def run(self, inputs: TransitionInput, control: JobControl) -> VideoOutput: ...
+
+
+@dataclass(frozen=True)
+class ExtractStyleInput:
+    """Read a brand style from the website at `url`; every document it needs comes through
+    `fetcher` (the worker's, with the project's fetch policy): the pipeline opens no
+    connection itself."""
+
+    url: str
+    fetcher: Fetcher
+
+
+@runtime_checkable
+class ExtractStylePipeline(Protocol):
+    operation: str
+
+    def run(self, inputs: ExtractStyleInput, control: JobControl) -> Extraction: ...

@@ -4,7 +4,18 @@ from __future__ import annotations
 
 import importlib
 import threading
-from typing import Any
+from typing import Literal, overload
+
+from pipelines.base import (
+    AnimatePipeline,
+    EditPipeline,
+    ExtractStylePipeline,
+    GeneratePipeline,
+    Pipeline,
+    ReframePipeline,
+    TransitionPipeline,
+    UpscalePipeline,
+)
 
 BUILTIN = {
     "generate": "pipelines.builtin.generate:BuiltinGenerate",
@@ -13,6 +24,7 @@ BUILTIN = {
     "upscale": "pipelines.builtin.upscale:BuiltinUpscale",
     "animate": "pipelines.builtin.animate:BuiltinAnimate",
     "transition": "pipelines.builtin.transition:BuiltinTransition",
+    "extract_style": "pipelines.builtin.extract_style:BuiltinExtractStyle",
 }
 
 
@@ -21,19 +33,46 @@ class PipelineRegistry:
 
     def __init__(self, overrides: dict[str, str] | None = None) -> None:
         self._targets = {**BUILTIN, **(overrides or {})}
-        self._loaded: dict[str, Any] = {}
+        self._loaded: dict[str, Pipeline] = {}
         self._lock = threading.Lock()
 
     def operations(self) -> list[str]:
         return sorted(self._targets)
 
-    def get(self, operation: str) -> Any:
+    # Typed by the operation named: `get("generate")` is a GeneratePipeline.
+    @overload
+    def get(self, operation: Literal["generate"]) -> GeneratePipeline: ...
+    @overload
+    def get(self, operation: Literal["edit"]) -> EditPipeline: ...
+    @overload
+    def get(self, operation: Literal["reframe"]) -> ReframePipeline: ...
+    @overload
+    def get(self, operation: Literal["upscale"]) -> UpscalePipeline: ...
+    @overload
+    def get(self, operation: Literal["animate"]) -> AnimatePipeline: ...
+    @overload
+    def get(self, operation: Literal["transition"]) -> TransitionPipeline: ...
+    @overload
+    def get(self, operation: Literal["extract_style"]) -> ExtractStylePipeline: ...
+    @overload
+    def get(self, operation: str) -> Pipeline: ...
+
+    def get(self, operation: str) -> Pipeline:
+        """The operation's pipeline, made on first use. A class that does not serve the
+        operation (a configuration naming the wrong one) is refused here, at the worker's
+        start, rather than failing its jobs."""
         with self._lock:
             if operation not in self._loaded:
                 target = self._targets.get(operation)
                 if target is None:
                     raise LookupError(f"no pipeline serves the operation {operation!r}")
                 module_name, _, class_name = target.partition(":")
-                pipeline_class = getattr(importlib.import_module(module_name), class_name)
-                self._loaded[operation] = pipeline_class()
+                pipeline = getattr(importlib.import_module(module_name), class_name)()
+                if not isinstance(pipeline, Pipeline) or pipeline.operation != operation:
+                    served = getattr(pipeline, "operation", None)
+                    raise TypeError(
+                        f"{target} cannot serve {operation!r}: it is not a pipeline of that "
+                        f"operation (its operation is {served!r})"
+                    )
+                self._loaded[operation] = pipeline
             return self._loaded[operation]

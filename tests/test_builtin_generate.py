@@ -12,7 +12,7 @@ from PIL import Image
 
 from pipelines.base import Cancelled, GenerateInput, GeneratePipeline, StyleHints
 from pipelines.builtin.generate import BuiltinGenerate
-from pipelines.builtin.styles import LEARNED_STYLES, find_learned_style
+from pipelines.builtin.painting_styles import LEARNED_STYLES, find_learned_style
 
 BASE = GenerateInput(prompt="sunset over mountains", width=256, height=256, seed=42)
 

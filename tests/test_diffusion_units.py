@@ -111,7 +111,7 @@ def test_a_cancelled_member_is_dropped_and_the_others_finish(
     results = generate.run_batch(jobs, controls)
     assert isinstance(results[1], Cancelled)
     assert all(isinstance(results[i], ImageOutput) for i in (0, 2))
-    assert max(controls[0].fractions) > 0.5 and max(controls[1].fractions) < 0.5
+    assert max(controls[0].fractions) > 0.5 and max(controls[1].fractions) <= 0.5
 
 
 def test_an_ip_adapter_takes_the_references_and_its_weights_still_serve_every_task(

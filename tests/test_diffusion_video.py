@@ -28,15 +28,9 @@ from core.tables import Job, Media
 from models.cache import ModelCache, ModelUnavailable
 from models.registry import ModelSpec, load_registry
 from models.testing_video import build_tiny_ltx_models, build_tiny_video_models
-from pipelines.diffusion.common import native_size
-from pipelines.diffusion.video import (
-    VideoModel,
-    geometry_for,
-    model_time_positions,
-    plan_segments,
-    spanning_positions,
-    write_clip,
-)
+from pipelines.diffusion.clip import model_time_positions, spanning_positions, write_clip
+from pipelines.diffusion.presets import native_size
+from pipelines.diffusion.video_model import VideoModel, geometry_for, plan_segments
 from tests.conftest import COMMON_ENV
 from tests.support.service import Mode, Service, running_service, wait_until
 from tests.support.steerable_video import logged

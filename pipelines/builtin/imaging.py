@@ -1,4 +1,4 @@
-"""Small image helpers the builtin edit, reframe, upscale and style code share.
+"""Small image helpers the builtin pipelines and painting styles share.
 
 Arrays are float32 RGB in [0, 1], shaped rows x columns x 3, unless a name says otherwise.
 """
@@ -15,12 +15,8 @@ import numpy as np
 from numpy.typing import NDArray
 from PIL import Image
 
-from pipelines.base import JobControl
-
 Float = NDArray[np.floating[Any]]
 
-# The worker reports 0.95 while storing, so a pipeline's own reports stay at or below this.
-PROGRESS_SHARE = 0.9
 LUMA = np.array([0.2126, 0.7152, 0.0722], dtype=np.float32)
 
 
@@ -94,33 +90,3 @@ def peak_memory_mib() -> int:
 
 def log_peak_memory(log: logging.Logger, operation: str, width: int, height: int) -> None:
     log.debug("%s %dx%d done; peak rss %d MiB", operation, width, height, peak_memory_mib())
-
-
-class Stages:
-    """Reports progress across a pipeline's named stages, each given a share of the work.
-
-    Every report goes through `control.progress`, which raises `Cancelled` once the job has been
-    cancelled, so each stage boundary (and each `within` call) is a cancel point.
-    """
-
-    def __init__(self, control: JobControl, weights: dict[str, float]) -> None:
-        self.control = control
-        total = sum(weights.values())
-        self.starts: dict[str, float] = {}
-        self.shares: dict[str, float] = {}
-        done = 0.0
-        for name, weight in weights.items():
-            self.starts[name] = done / total
-            self.shares[name] = weight / total
-            done += weight
-        self.current = ""
-
-    def begin(self, name: str) -> None:
-        self.current = name
-        self.control.progress(PROGRESS_SHARE * self.starts[name], name)
-
-    def within(self, fraction: float) -> None:
-        """Progress inside the current stage, `fraction` in [0, 1]."""
-        name = self.current
-        position = self.starts[name] + self.shares[name] * min(1.0, max(0.0, fraction))
-        self.control.progress(PROGRESS_SHARE * position, name)

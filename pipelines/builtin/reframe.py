@@ -26,7 +26,6 @@ import numpy as np
 from pipelines.base import ImageOutput, JobControl, ReframeInput
 from pipelines.builtin.imaging import (
     Float,
-    Stages,
     blurred,
     log_peak_memory,
     luma,
@@ -34,8 +33,10 @@ from pipelines.builtin.imaging import (
     to_array,
     to_image,
 )
+from pipelines.builtin.stages import Stages
 from pipelines.builtin.superres import shared_super_resolution
 from pipelines.builtin.upscale import enlarge
+from pipelines.media.framing import placement
 
 log = logging.getLogger(__name__)
 
@@ -61,16 +62,6 @@ BLUR_LEVELS = (0.0, 2.0, 6.0, 16.0, 40.0)  # sigmas in work pixels the blur vari
 SEAM_BAND = 0.08  # share of the source's size redone at full size along the seam
 STRIP_ROWS = 512  # full-size work goes in strips of rows to bound memory
 MAX_GRAIN = 0.012
-
-
-def placement(
-    source_width: int, source_height: int, width: int, height: int
-) -> tuple[int, int, int, int]:
-    """Where the source goes in the target: left, top, width, height (fit inside, centred)."""
-    scale = min(width / source_width, height / source_height)
-    placed_width = min(width, max(1, round(source_width * scale)))
-    placed_height = min(height, max(1, round(source_height * scale)))
-    return (width - placed_width) // 2, (height - placed_height) // 2, placed_width, placed_height
 
 
 def _distances(

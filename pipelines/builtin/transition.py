@@ -27,16 +27,16 @@ import numpy as np
 from numpy.typing import NDArray
 
 from pipelines.base import JobControl, TransitionInput, VideoOutput
-from pipelines.builtin import rife
-from pipelines.builtin.framing import cover, ease_in_out, smoothstep
-from pipelines.builtin.mp4 import FPS, Mp4Writer, audio_samples_for, frame_count_for
-from pipelines.builtin.soundtrack import compose_soundtrack
+from pipelines.builtin.easing import ease_in_out, smoothstep
 from pipelines.builtin.video_prompt import VideoDirections, parse_directions
+from pipelines.media import rife
+from pipelines.media.framing import cover
+from pipelines.media.mp4 import FPS, Mp4Writer, audio_samples_for, frame_count_for
+from pipelines.media.soundtrack import compose_soundtrack
 
 # OpenCV's stubs type every result as a generic array, so these aliases document intent only.
 Frame = NDArray[Any]  # 8-bit RGB frames
 
-PROGRESS_SHARE = 0.9  # the worker reports "storing" at 0.95
 KEYFRAME_SHARE = 0.2  # of the progress, for the keyframes
 KEYFRAME_LEVELS = 3  # halvings: keyframes every 1/8 of the transition
 FRAMES_PER_BATCH = 4  # in-betweens computed per network call
@@ -152,9 +152,7 @@ class Keyframes:
                 self.frames[instant] = frame
                 self.inputs[instant] = rife.to_network(frame, self.network_size)
                 made += 1
-                control.progress(
-                    PROGRESS_SHARE * KEYFRAME_SHARE * made / total, "interpolating keyframes"
-                )
+                control.progress(KEYFRAME_SHARE * made / total, "interpolating keyframes")
 
     def _network_image(self, instant: float) -> NDArray[np.float32]:
         return self.inputs[instant][0].permute(1, 2, 0).numpy()
@@ -207,9 +205,7 @@ class BuiltinTransition:
             index = 0
             while index < frame_count:
                 done = KEYFRAME_SHARE + (1 - KEYFRAME_SHARE) * index / frame_count
-                control.progress(
-                    PROGRESS_SHARE * done, f"rendering frame {index + 1} of {frame_count}"
-                )
+                control.progress(done, f"rendering frame {index + 1} of {frame_count}")
                 batch = self._batch(keyframes, instants, index)
                 for offset, frame in enumerate(self._render(keyframes, instants, index, batch)):
                     progress = (index + offset) / max(frame_count - 1, 1)

@@ -18,7 +18,8 @@ import numpy as np
 from PIL import Image
 
 from pipelines.base import ImageOutput, JobControl, UpscaleInput
-from pipelines.builtin.imaging import Stages, log_peak_memory
+from pipelines.builtin.imaging import log_peak_memory
+from pipelines.builtin.stages import Stages
 from pipelines.builtin.superres import (
     MODELS,
     SuperResolution,

@@ -3,7 +3,7 @@
 The image is the first frame. A clip longer than the model makes in one call is made in
 segments, each an image-to-video call from the last frame of the one before (the usual way to
 extend such a model's clips), with the same prompt and the next seeds. The frames are then
-retimed to 24 fps and encoded with the builtin writer and soundtrack (`video.py`).
+retimed to 24 fps and encoded with the shared MP4 writer and soundtrack (`clip.py`).
 """
 
 from __future__ import annotations
@@ -11,16 +11,8 @@ from __future__ import annotations
 from PIL import Image
 
 from pipelines.base import AnimateInput, JobControl, VideoOutput
-from pipelines.diffusion.video import (
-    Frame,
-    VideoModel,
-    fit,
-    model_time_positions,
-    plan_segments,
-    soundtrack_for,
-    step_reporter,
-    write_clip,
-)
+from pipelines.diffusion.clip import model_time_positions, soundtrack_for, step_reporter, write_clip
+from pipelines.diffusion.video_model import Frame, VideoModel, fit, plan_segments
 
 
 class DiffusionAnimate:

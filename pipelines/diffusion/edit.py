@@ -14,18 +14,10 @@ from collections.abc import Hashable
 from PIL import Image
 
 from pipelines.base import EditInput, ImageOutput
-from pipelines.builtin.framing import cover
-from pipelines.diffusion.common import (
-    BatchProgress,
-    Call,
-    DiffusionPipeline,
-    Slot,
-    exact_size,
-    native_size,
-    quality_settings,
-    size_multiple,
-    style_prompt,
-)
+from pipelines.diffusion.brand_style import style_prompt
+from pipelines.diffusion.image_pipeline import BatchProgress, Call, DiffusionPipeline, Slot
+from pipelines.diffusion.presets import exact_size, native_size, quality_settings, size_multiple
+from pipelines.media.framing import cover
 
 INSTRUCTION_CLASSES = ("InstructPix2Pix", "Kontext", "QwenImageEdit")
 

@@ -13,19 +13,10 @@ from collections.abc import Hashable
 from PIL import Image
 
 from pipelines.base import GenerateInput, ImageOutput
-from pipelines.builtin.framing import cover
-from pipelines.diffusion.common import (
-    BatchProgress,
-    Call,
-    DiffusionPipeline,
-    Slot,
-    exact_size,
-    native_size,
-    palette_image,
-    quality_settings,
-    size_multiple,
-    style_prompt,
-)
+from pipelines.diffusion.brand_style import palette_image, style_prompt
+from pipelines.diffusion.image_pipeline import BatchProgress, Call, DiffusionPipeline, Slot
+from pipelines.diffusion.presets import exact_size, native_size, quality_settings, size_multiple
+from pipelines.media.framing import cover
 
 TEXT_TO_IMAGE = "text-to-image"
 IMAGE_TO_IMAGE = "image-to-image"

@@ -19,16 +19,9 @@ from numpy.typing import NDArray
 from PIL import Image
 
 from pipelines.base import ImageOutput, ReframeInput
-from pipelines.builtin.reframe import placement
-from pipelines.diffusion.common import (
-    BatchProgress,
-    Call,
-    DiffusionPipeline,
-    Slot,
-    native_size,
-    quality_settings,
-    size_multiple,
-)
+from pipelines.diffusion.image_pipeline import BatchProgress, Call, DiffusionPipeline, Slot
+from pipelines.diffusion.presets import native_size, quality_settings, size_multiple
+from pipelines.media.framing import placement
 
 INPAINTING = "inpainting"
 LANCZOS = Image.Resampling.LANCZOS

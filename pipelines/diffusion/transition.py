@@ -3,7 +3,7 @@ through `WanImageToVideoPipeline`, which takes the end frame as `last_image`).
 
 The model makes one motion between the two frames, as many frames as the duration needs at its
 rate, up to its longest clip; a longer transition is made at the longest clip and stretched by
-the retiming to 24 fps (RIFE in-betweens, `video.py`), since a motion between two fixed frames
+the retiming to 24 fps (RIFE in-betweens, `clip.py`), since a motion between two fixed frames
 cannot be cut into segments without inventing frames in the middle. The soundtrack rises to the
 middle, as the builtin transition's does.
 """
@@ -11,14 +11,8 @@ middle, as the builtin transition's does.
 from __future__ import annotations
 
 from pipelines.base import JobControl, TransitionInput, VideoOutput
-from pipelines.diffusion.video import (
-    VideoModel,
-    fit,
-    soundtrack_for,
-    spanning_positions,
-    step_reporter,
-    write_clip,
-)
+from pipelines.diffusion.clip import soundtrack_for, spanning_positions, step_reporter, write_clip
+from pipelines.diffusion.video_model import VideoModel, fit
 
 
 class DiffusionTransition:

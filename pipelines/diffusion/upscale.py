@@ -16,13 +16,8 @@ from numpy.typing import NDArray
 from PIL import Image
 
 from pipelines.base import ImageOutput, UpscaleInput
-from pipelines.diffusion.common import (
-    BatchProgress,
-    Call,
-    DiffusionPipeline,
-    Slot,
-    quality_settings,
-)
+from pipelines.diffusion.image_pipeline import BatchProgress, Call, DiffusionPipeline, Slot
+from pipelines.diffusion.presets import quality_settings
 
 
 def tile_starts(length: int, tile: int, overlap: int) -> list[int]:

@@ -1,4 +1,4 @@
-"""What every diffusion pipeline shares: batched calls, progress and cancel, OOM, sizes, seeds.
+"""The base of the diffusion image pipelines: batched calls, progress and cancel, the OOM fallback.
 
 A job becomes one or more *slots* (one image each: a prompt, a seed, maybe an input image and a
 mask); the slots of compatible jobs run as one diffusers call with lists (prompt[i],
@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import inspect
 import logging
-import math
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
@@ -19,32 +18,16 @@ from PIL import Image
 
 from models.cache import ModelCache, shared_cache
 from models.registry import ModelSpec, configured_registry
-from pipelines.base import Cancelled, ImageOutput, JobControl, StyleHints
+from pipelines.base import Cancelled, ImageOutput, JobControl, OutOfDeviceMemory
+from pipelines.diffusion.device import generator_for, is_out_of_memory
 
 log = logging.getLogger(__name__)
 
 InputT = TypeVar("InputT")
 
-# Steps and guidance per model family and quality; the registry's `steps` / `guidance` options
-# (a number, or a table by quality) replace them for one entry.
-PRESETS: dict[str, dict[str, tuple[int, float]]] = {
-    "sd15": {"low": (20, 7.0), "medium": (30, 7.5), "high": (50, 7.5)},
-    "sdxl": {"low": (20, 5.0), "medium": (30, 6.0), "high": (40, 7.0)},
-    "sd3": {"low": (20, 4.5), "medium": (28, 5.0), "high": (40, 5.5)},
-    "flux": {"low": (20, 3.5), "medium": (28, 3.5), "high": (40, 3.5)},
-    "other": {"low": (20, 5.0), "medium": (30, 6.0), "high": (40, 7.0)},
-}
-# The side of the square whose area each family was trained at.
-NATIVE_SIDE = {"sd15": 512, "sdxl": 1024, "sd3": 1024, "flux": 1024, "other": 512}
-
-
 # Arguments the operations pass where the class takes them; other families' classes lack some
 # (FLUX has no image_guidance_scale, FLUX Fill no strength) and are called without them.
 OPTIONAL_ARGUMENTS = {"strength", "image_guidance_scale", "guidance_scale", "noise_level"}
-
-
-class OutOfDeviceMemory(MemoryError):
-    """The GPU ran out of memory even after the batch was split in half."""
 
 
 @dataclass
@@ -69,96 +52,6 @@ class Call:
     slots: list[Slot] = field(default_factory=list)
 
 
-def quality_settings(spec: ModelSpec, quality: str = "medium") -> tuple[int, float]:
-    """Steps and guidance for this entry and quality."""
-    steps, guidance = PRESETS[spec.family].get(quality, PRESETS[spec.family]["medium"])
-
-    def pick(name: str, default: float) -> float:
-        value = spec.option(name)
-        if isinstance(value, dict):
-            return float(value.get(quality, default))
-        return default if value is None else float(value)
-
-    return int(pick("steps", steps)), pick("guidance", guidance)
-
-
-def native_size(spec: ModelSpec, width: int, height: int, multiple: int) -> tuple[int, int]:
-    """The size nearest the model's training area with the requested aspect ratio, in multiples
-    of the VAE (and patch) factor; the result is resized exactly to the contract's size after."""
-    side = int(spec.option("resolution", NATIVE_SIDE[spec.family]))
-    aspect = width / height
-    native_width = math.sqrt(side * side * aspect)
-    native_height = native_width / aspect
-    return (
-        max(multiple, round(native_width / multiple) * multiple),
-        max(multiple, round(native_height / multiple) * multiple),
-    )
-
-
-def size_multiple(pipe: Any) -> int:
-    """What a generated size must be a multiple of: the VAE factor times a transformer's patch
-    (and never less than 8, which the Stable Diffusion pipelines check whatever their VAE)."""
-    factor = int(getattr(pipe, "vae_scale_factor", 8))
-    model = getattr(pipe, "transformer", None)
-    patch = getattr(getattr(model, "config", None), "patch_size", None) or 1
-    return max(8, factor * int(patch))
-
-
-def style_prompt(prompt: str, style: StyleHints | None) -> str:
-    """The prompt enriched with a brand style's aesthetic, tone and palette, in words."""
-    if style is None:
-        return prompt
-    from pipelines.builtin.generate import parse_hex_colour
-    from pipelines.builtin.vocabulary import COLOURS
-
-    colours = []
-    for text in style.palette:
-        rgb = parse_hex_colour(text)
-        if rgb is not None:
-            colours.append(min(COLOURS, key=lambda name: _distance(COLOURS[name], rgb)))
-    parts = [prompt]
-    if style.aesthetic:
-        parts.append(style.aesthetic)
-    if style.tone:
-        parts.append(f"{', '.join(style.tone)} mood")
-    if colours:
-        parts.append(f"colour palette of {', '.join(dict.fromkeys(colours))}")
-    return ", ".join(parts)
-
-
-def _distance(first: Sequence[float], second: Sequence[float]) -> float:
-    return sum((a - b) ** 2 for a, b in zip(first, second, strict=True))
-
-
-def palette_image(palette: Sequence[str], width: int, height: int, seed: int) -> Image.Image:
-    """Soft diagonal bands of the palette's colours with a little noise: an init image that
-    leads image-to-image towards the brand's colours without drawing anything."""
-    import numpy as np
-
-    from pipelines.builtin.generate import parse_hex_colour
-
-    colours = [c for c in map(parse_hex_colour, palette) if c] or [(0.5, 0.5, 0.5)]
-    rng = np.random.default_rng(seed)
-    y, x = np.mgrid[0:height, 0:width].astype(np.float32)
-    position = (x / max(width, 1) + y / max(height, 1)) / 2 * (len(colours) - 1)
-    low = np.floor(position).astype(int)
-    high = np.minimum(low + 1, len(colours) - 1)
-    blend = (position - low)[..., None]
-    table = np.array(colours, np.float32)
-    canvas = table[low] * (1 - blend) + table[high] * blend
-    canvas += rng.normal(0, 0.04, canvas.shape).astype(np.float32)
-    return Image.fromarray((np.clip(canvas, 0, 1) * 255).astype(np.uint8))
-
-
-def generator_for(seed: int, device: str) -> Any:
-    """A generator seeded for one image: the same seed gives the same latents, batched or not."""
-    import torch
-
-    return torch.Generator(device="cpu" if device.startswith("mps") else device).manual_seed(
-        seed % 2**63
-    )
-
-
 class BatchProgress:
     """Progress of one pipeline call spread to its members; a cancelled member is dropped.
 
@@ -173,7 +66,7 @@ class BatchProgress:
         self._span = (0.0, 1.0)
 
     def within(self, start: float, stop: float) -> None:
-        """Map the next call's own progress [0, 1] to [start, stop] of the jobs' progress."""
+        """Map the next call's own progress [0, 1] to [start, stop] of the members' progress."""
         self._span = (start, stop)
 
     def report(self, fraction: float, message: str | None = None) -> None:
@@ -183,18 +76,12 @@ class BatchProgress:
             if index in self.dropped:
                 continue
             try:
-                control.progress(overall * 0.9, message)  # the last 10 % is storing
+                control.progress(overall, message)
             except Cancelled:
                 log.info("member %d of a batch was cancelled; dropping it", index)
                 self.dropped.add(index)
         if len(self.dropped) == len(self.controls):
             raise Cancelled()
-
-
-def is_out_of_memory(error: BaseException) -> bool:
-    import torch
-
-    return isinstance(error, torch.cuda.OutOfMemoryError)
 
 
 class DiffusionPipeline(Generic[InputT]):
@@ -343,10 +230,3 @@ def has_ip_adapter(pipe: Any) -> bool:
     """Whether an IP-Adapter is loaded into these weights' UNet."""
     unet = getattr(pipe, "unet", None)
     return getattr(getattr(unet, "config", None), "encoder_hid_dim_type", None) == "ip_image_proj"
-
-
-def exact_size(image: Image.Image, width: int, height: int) -> Image.Image:
-    """Resize to the contract's exact size (the model worked at its native size)."""
-    if image.size == (width, height):
-        return image
-    return image.convert("RGB").resize((width, height), Image.Resampling.LANCZOS)

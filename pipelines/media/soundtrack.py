@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from pipelines.builtin.mp4 import AUDIO_RATE
+from pipelines.media.mp4 import AUDIO_RATE
 
 Float = NDArray[np.floating[Any]]
 

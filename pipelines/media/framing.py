@@ -1,4 +1,4 @@
-"""Fitting input images to a clip's frame, and the easing curves that time camera moves."""
+"""Fitting a picture to a frame: covering it (scaled and centre-cropped) or placing it inside."""
 
 from __future__ import annotations
 
@@ -19,12 +19,11 @@ def cover(image: Image.Image, width: int, height: int) -> NDArray[np.uint8]:
     return np.asarray(fitted, dtype=np.uint8)
 
 
-def ease_in_out(progress: float) -> float:
-    """Half linear, half smoothstep: the camera starts moving at once yet settles softly."""
-    t = min(max(progress, 0.0), 1.0)
-    return 0.5 * t + 0.5 * t * t * (3.0 - 2.0 * t)
-
-
-def smoothstep(t: float) -> float:
-    t = min(max(t, 0.0), 1.0)
-    return t * t * (3.0 - 2.0 * t)
+def placement(
+    source_width: int, source_height: int, width: int, height: int
+) -> tuple[int, int, int, int]:
+    """Where the source goes in the target: left, top, width, height (fit inside, centred)."""
+    scale = min(width / source_width, height / source_height)
+    placed_width = min(width, max(1, round(source_width * scale)))
+    placed_height = min(height, max(1, round(source_height * scale)))
+    return (width - placed_width) // 2, (height - placed_height) // 2, placed_width, placed_height
