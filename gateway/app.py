@@ -28,6 +28,7 @@ from gateway.runtime import Gateway
 from gateway.styles.router import router as styles_router
 from gateway.uploads.router import router as uploads_router
 from gateway.videos.router import router as videos_router
+from models.settings import ModelSettings
 from pipelines.registry import PipelineRegistry
 from workers.celery_app import make_celery
 from workers.dispatch import Dispatcher
@@ -43,7 +44,10 @@ def build_gateway(services: Services, run_workers: bool) -> Gateway:
     dispatcher = Dispatcher(services, make_celery(settings))
     workers = None
     if run_workers:
-        runner = JobRunner(services, PipelineRegistry(settings.pipeline_overrides()), dispatcher)
+        pipelines = PipelineRegistry(
+            settings.pipeline_overrides(), ModelSettings(data_dir=settings.data_dir)
+        )
+        runner = JobRunner(services, pipelines, dispatcher)
         queues = services.config.queues
         workers = EmbeddedWorkers(
             services, runner, {queue: queues.of(queue).concurrency for queue in QUEUES}

@@ -103,8 +103,9 @@ def worker(
     from celery.signals import worker_ready, worker_shutting_down
 
     from core.health import ReadinessChecks
-    from models.cache import ModelUnavailable
+    from models.loading import ModelUnavailable
     from models.registry import RegistryError
+    from models.settings import ModelSettings
     from pipelines.registry import PipelineRegistry
     from workers import metrics
     from workers.celery_app import make_celery
@@ -121,8 +122,11 @@ def worker(
         _fail("a separate worker needs a shared broker (SFUMATO_BROKER_URL=redis://...)")
     pool = services.config.queues.of(queue)
     dispatcher = Dispatcher(services, make_celery(settings))
-    runner = JobRunner(services, PipelineRegistry(settings.pipeline_overrides()), dispatcher)
     try:
+        pipelines = PipelineRegistry(
+            settings.pipeline_overrides(), ModelSettings(data_dir=settings.data_dir)
+        )
+        runner = JobRunner(services, pipelines, dispatcher)
         runner.warm_up([queue])
     except (ModelUnavailable, RegistryError) as error:
         _fail(f"the {queue} worker cannot load its models: {error}")

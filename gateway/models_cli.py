@@ -15,10 +15,11 @@ models_app = typer.Typer(
 
 
 def _registry() -> ModelRegistry:
-    from models.registry import RegistryError, configured_registry
+    from models.registry import RegistryError, find_registry
+    from models.settings import ModelSettings
 
     try:
-        return configured_registry()
+        return find_registry(ModelSettings())
     except RegistryError as error:
         typer.echo(f"error: {error}", err=True)
         raise typer.Exit(code=1) from None
@@ -44,10 +45,12 @@ def models_check(
     device: Annotated[str | None, typer.Option(help="cpu, cuda, cuda:1 (default: auto).")] = None,
 ) -> None:
     """Check folders, pipeline classes and memory against the device; exit 1 on any problem."""
-    from models.cache import ModelCache, ModelUnavailable, check, device_memory_gb, resolve_device
+    from models.cache import ModelCache
+    from models.device import device_memory_gb, resolve_device
+    from models.loading import ModelUnavailable, check
 
     registry = _registry()
-    resolved = resolve_device(device)
+    resolved = resolve_device(device or "auto")
     problems: list[str] = []
     weights: dict[tuple[str, str, str], float] = {}
     for spec in registry.specs():

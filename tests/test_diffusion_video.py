@@ -25,7 +25,8 @@ import torch
 from PIL import Image
 
 from core.models import Job, Media
-from models.cache import ModelCache, ModelUnavailable
+from models.cache import ModelCache
+from models.loading import ModelUnavailable
 from models.registry import ModelSpec, load_registry
 from models.testing_video import build_tiny_ltx_models, build_tiny_video_models
 from pipelines.diffusion.common import native_size

@@ -154,7 +154,7 @@ class JobRunner:
         # Compatible image jobs running at once share one call of a batching pipeline.
         self.batcher = Batcher(services.config.queues.image.batch_window_ms / 1000)
         self.batcher.listeners.append(metrics.batch_ran)
-        metrics.watch_model_cache(shared_cache())
+        metrics.watch_model_cache(shared_cache(pipelines.models))
         self._operations: dict[str, Callable[[Job, LeaseKeeper], Outcome]] = {
             "generate": self._generate,
             "edit": self._edit,

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from PIL import Image
 
+from models.settings import ModelSettings
 from pipelines.base import AnimateInput, JobControl, VideoOutput
 from pipelines.diffusion.video import (
     Frame,
@@ -28,8 +29,8 @@ class DiffusionAnimate:
 
     operation = "animate"
 
-    def __init__(self) -> None:
-        self.model = VideoModel(self.operation, needs=("image",))
+    def __init__(self, models: ModelSettings | None = None) -> None:
+        self.model = VideoModel(self.operation, needs=("image",), models=models)
 
     def run(self, inputs: AnimateInput, control: JobControl) -> VideoOutput:
         geometry = self.model.geometry

@@ -38,7 +38,8 @@ from numpy.typing import NDArray
 from PIL import Image
 
 from models.cache import ModelCache, shared_cache
-from models.registry import ModelSpec, configured_registry
+from models.registry import ModelSpec, find_registry
+from models.settings import ModelSettings
 from pipelines.base import JobControl, VideoOutput
 from pipelines.builtin import rife
 from pipelines.builtin.framing import cover
@@ -160,9 +161,11 @@ class VideoModel:
         needs: tuple[str, ...] = (),
         spec: ModelSpec | None = None,
         cache: ModelCache | None = None,
+        models: ModelSettings | None = None,
     ) -> None:
-        self.spec = spec or configured_registry().spec(operation)
-        self.cache = cache or shared_cache()
+        models = models or ModelSettings()
+        self.spec = spec or find_registry(models).spec(operation)
+        self.cache = cache or shared_cache(models)
         with self.cache.pipeline_for(self.spec) as pipe:
             self._accepted = set(inspect.signature(pipe.__call__).parameters)
             self.geometry = geometry_for(self.spec, pipe)
