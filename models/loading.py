@@ -39,6 +39,13 @@ def diffusers_class(name: str, pipeline: bool = True) -> Any:
     return found
 
 
+def _class_or_none(name: str) -> Any:
+    try:
+        return diffusers_class(name)
+    except ModelUnavailable:
+        return None
+
+
 def check(spec: ModelSpec, device: str) -> list[str]:
     """What stops this entry from loading on `device`, without loading it (empty: fine)."""
     problems: list[str] = []
@@ -59,7 +66,8 @@ def check(spec: ModelSpec, device: str) -> list[str]:
         if component.startswith("_") or not isinstance(value, list) or value[0] is None:
             continue
         if not (folder / component).exists():
-            problems.append(f"{spec.operation}: {folder} lacks the {component}/ folder")
+            if component not in getattr(_class_or_none(spec.pipeline), "_optional_components", []):
+                problems.append(f"{spec.operation}: {folder} lacks the {component}/ folder")
         elif spec.variant and (folder / component / "config.json").exists():
             weights = [p.name for p in (folder / component).iterdir() if p.is_file()]
             if not any(f".{spec.variant}." in name for name in weights):
@@ -99,6 +107,7 @@ def load_pipeline(spec: ModelSpec, device: str) -> Any:
             dtype=torch_dtype(load_dtype(spec.dtype, device)),
             variant=spec.variant,
             local_files_only=True,
+            **_absent_optional_components(cls, spec),
         )
     except (OSError, ValueError) as error:
         raise ModelUnavailable(
@@ -119,6 +128,21 @@ def load_pipeline(spec: ModelSpec, device: str) -> Any:
         pipe.to(device)
     log.info("loaded %s (%s) for %s on %s", spec.model, spec.pipeline, spec.operation, device)
     return pipe
+
+
+def _absent_optional_components(cls: Any, spec: ModelSpec) -> dict[str, None]:
+    """Optional components the folder's index names but a pull did not fetch (a safety checker,
+    its feature extractor): loaded as None rather than failing."""
+    index = json.loads((spec.folder / "model_index.json").read_text())
+    optional = set(getattr(cls, "_optional_components", []))
+    return {
+        name: None
+        for name, value in index.items()
+        if name in optional
+        and isinstance(value, list)
+        and value[0] is not None
+        and not (spec.folder / name).is_dir()
+    }
 
 
 def derive_pipeline(class_name: str, base: Any) -> Any:

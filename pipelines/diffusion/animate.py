@@ -29,8 +29,10 @@ class DiffusionAnimate:
 
     operation = "animate"
 
-    def __init__(self, models: ModelSettings | None = None) -> None:
-        self.model = VideoModel(self.operation, needs=("image",), models=models)
+    def __init__(
+        self, models: ModelSettings | None = None, model: VideoModel | None = None
+    ) -> None:
+        self.model = model or VideoModel(self.operation, needs=("image",), models=models)
 
     def run(self, inputs: AnimateInput, control: JobControl) -> VideoOutput:
         geometry = self.model.geometry

@@ -27,8 +27,12 @@ class DiffusionTransition:
 
     operation = "transition"
 
-    def __init__(self, models: ModelSettings | None = None) -> None:
-        self.model = VideoModel(self.operation, needs=("image", "last_image"), models=models)
+    def __init__(
+        self, models: ModelSettings | None = None, model: VideoModel | None = None
+    ) -> None:
+        self.model = model or VideoModel(
+            self.operation, needs=("image", "last_image"), models=models
+        )
 
     def run(self, inputs: TransitionInput, control: JobControl) -> VideoOutput:
         geometry = self.model.geometry
