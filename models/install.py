@@ -198,8 +198,8 @@ def _hub_error(preset: Preset, error: Exception, endpoint: str | None) -> PullEr
         return PullError(f"{preset.name}: HF_HUB_OFFLINE is set: unset it to download")
     if isinstance(error, OSError) and error.errno in DISK_FULL:
         return PullError(
-            f"{preset.name}: the disk is full ({error.strerror}); free room and "
-            "run the pull again to resume it"
+            f"{preset.name}: cannot write the download: {error.strerror}; free room and run "
+            "the pull again to resume it"
         )
     where = endpoint or "https://huggingface.co"
     if isinstance(error, HfHubHTTPError | LocalEntryNotFoundError):
