@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import socket
 import threading
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -176,11 +177,35 @@ def demo(
         key_file.write_text(key + "\n")
         key_file.chmod(0o600)
     typer.echo(f"Demo API key ({DEMO_EMAIL}, kept in {key_file}):\n\n  {key}\n")
+    typer.echo(_models_greeting(services.settings.data_dir) + "\n")
     typer.echo("Try:\n")
     typer.echo(
         f"  curl -s -X POST {base_url.rstrip('/')}/v1/images/generate \\\n"
         f"    -H 'x-api-key: {key}' -H 'content-type: application/json' \\\n"
         '    -d \'{"prompt": "a calm blue sea at dawn"}\'\n'
+    )
+
+
+def _models_greeting(data_dir: Path) -> str:
+    """What serves generate: the pulled model, or how to get a real one on this machine."""
+    from models.install import installed
+    from models.presets import BY_NAME, CPU_PRESET
+    from models.registry import RegistryError
+    from models.settings import ModelSettings
+
+    settings = ModelSettings(data_dir=data_dir)
+    try:
+        entries = {entry.operation: entry for entry in installed(settings)}
+    except RegistryError as error:
+        return f"The model registry is invalid, so workers will not start: {error}"
+    if "generate" in entries:
+        served = ", ".join(f"{op} by {entry.model}" for op, entry in sorted(entries.items()))
+        return f"Models: {served} (the builtin pipelines serve the rest; sfumato models list)."
+    preset = BY_NAME[CPU_PRESET]
+    return (
+        "generate runs the builtin procedural painter. For real text-to-image on this CPU "
+        f"(a few seconds a picture), pull {preset.repo} once ({preset.download_gb:g} GB) and "
+        f"restart:\n\n  .venv/bin/sfumato models pull {CPU_PRESET} --dir {settings.directory}"
     )
 
 

@@ -42,6 +42,20 @@ def selected(name: str) -> set[str]:
     return set(filter_repo_objects(tiny_repositories()[name], allow_patterns=preset.patterns))
 
 
+def greeting(env: dict[str, str]) -> str:
+    """What `make run` prints first (`sfumato demo`)."""
+    demo = subprocess.run(
+        [sys.executable, "-m", "gateway.cli", "demo"],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert demo.returncode == 0, demo.stderr
+    return demo.stdout
+
+
 def registry_of(data_dir: Path) -> Path:
     return data_dir / "models" / "models.toml"
 
@@ -78,6 +92,8 @@ def test_a_tiny_repository_is_laid_out_so_the_patterns_take_the_model_and_nothin
 def test_pull_fetches_only_the_presets_files_and_registers_them(tmp_path: Path) -> None:
     with standin_hub(*TINY_PRESETS) as hub:
         env = models_env(hub, tmp_path)
+        hint = f"sfumato models pull sd-turbo --dir {tmp_path / 'models'}"
+        assert hint in greeting(env), "make run says how to get a real model"
         result = sfumato_models(env, "pull", *TINY_PRESETS)
         assert result.returncode == 0, result.stderr
         fetched = {
@@ -106,6 +122,9 @@ def test_pull_fetches_only_the_presets_files_and_registers_them(tmp_path: Path) 
         0.0,
     )
 
+    assert "Models: edit by timbrooks/instruct-pix2pix, generate by stabilityai/sd-turbo" in (
+        greeting(env)
+    )
     listed = sfumato_models(env, "list")
     assert listed.returncode == 0, listed.stderr
     lines = listed.stdout.splitlines()
