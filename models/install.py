@@ -118,7 +118,8 @@ def _hand_written_conflict(document: tomlkit.TOMLDocument, preset: Preset) -> st
     )
 
 
-def _register(path: Path, preset: Preset, replace: bool) -> None:
+def register(path: Path, preset: Preset, replace: bool = False) -> None:
+    """Write the preset's entry into the registry file at `path` (made if missing)."""
     document = _read_document(path)
     if not replace and (conflict := _hand_written_conflict(document, preset)):
         raise PullError(conflict)
@@ -159,7 +160,7 @@ def pull(name: str, settings: ModelSettings, replace: bool = False) -> str:
             f"{preset.name}: the download ended without {', '.join(broken[:3])}; "
             "run the pull again to resume it"
         )
-    _register(registry, preset, replace)
+    register(registry, preset, replace)
     return (
         f"{preset.name}: {len(files)} files, {gb(folder_size(target))} in {target}; "
         f"{preset.operation} now runs {preset.repo} (registry {registry})"
