@@ -20,7 +20,14 @@ from typing import Any
 from models.presets import BY_NAME
 
 # The presets with a tiny stand-in (the others' families are not built yet: docs/models.md).
-TINY_PRESETS = ("sd-turbo", "instruct-pix2pix", "sd-x4-upscaler")
+TINY_PRESETS = (
+    "sd-turbo",
+    "sdxl",
+    "instruct-pix2pix",
+    "sdxl-inpaint",
+    "sd-x4-upscaler",
+    "ltx-video",
+)
 
 DECOY = b"a file of the real repository that the preset's patterns must not fetch\n"
 # Files of each real repository outside the preset's patterns (from the listings docs/models.md
@@ -51,6 +58,54 @@ REAL_OTHER_FILES: dict[str, tuple[str, ...]] = {
         "unet/diffusion_pytorch_model.bin",
         "vae/diffusion_pytorch_model.bin",
     ),
+    "sdxl": (
+        ".gitattributes",
+        "01.png",
+        "LICENSE.md",
+        "README.md",
+        "comparison.png",
+        "pipeline.png",
+        "sd_xl_base_1.0.safetensors",
+        "sd_xl_base_1.0_0.9vae.safetensors",
+        "sd_xl_offset_example-lora_1.0.safetensors",
+        "text_encoder/flax_model.msgpack",
+        "text_encoder/model.onnx",
+        "text_encoder/model.safetensors",
+        "text_encoder/openvino_model.bin",
+        "text_encoder/openvino_model.xml",
+        "text_encoder_2/model.safetensors",
+        "unet/diffusion_flax_model.msgpack",
+        "unet/diffusion_pytorch_model.safetensors",
+        "unet/model.onnx",
+        "unet/model.onnx_data",
+        "unet/openvino_model.bin",
+        "unet/openvino_model.xml",
+        "vae/diffusion_flax_model.msgpack",
+        "vae/diffusion_pytorch_model.safetensors",
+        "vae_1_0/config.json",
+        "vae_1_0/diffusion_pytorch_model.fp16.safetensors",
+        "vae_1_0/diffusion_pytorch_model.safetensors",
+        "vae_decoder/config.json",
+        "vae_decoder/model.onnx",
+        "vae_encoder/config.json",
+        "vae_encoder/model.onnx",
+    ),
+    "sdxl-inpaint": (
+        ".gitattributes",
+        "README.md",
+        "text_encoder/model.safetensors",
+        "text_encoder_2/model.safetensors",
+        "unet/diffusion_pytorch_model.safetensors",
+        "vae/diffusion_pytorch_model.safetensors",
+    ),
+    "ltx-video": (
+        ".gitattributes",
+        "License.txt",
+        "README.md",
+        "ltx-video-2b-v0.9.safetensors",
+        "ltx-video-2b-v0.9.1.safetensors",
+        "media/trailer.gif",
+    ),
     "sd-x4-upscaler": (
         ".gitattributes",
         "README.md",
@@ -75,6 +130,113 @@ def _vae_by_8() -> Any:
     from models.testing import _vae
 
     return _vae(levels=4, attention=False, channels=(8, 16, 16, 16))
+
+
+def _sdxl_pipeline(name: str, tokenizer: Any) -> Any:
+    """SDXL base or its inpainting checkpoint: two CLIP text encoders (the second with a
+    projection), a UNet conditioned on their pooled output and the image's size."""
+    import torch
+    from diffusers import (
+        EulerDiscreteScheduler,
+        StableDiffusionXLInpaintPipeline,
+        StableDiffusionXLPipeline,
+        UNet2DConditionModel,
+    )
+    from transformers import CLIPTextConfig, CLIPTextModel, CLIPTextModelWithProjection
+
+    from models.testing import BOS_ID, EOS_ID, TEXT_WIDTH, VOCAB_SIZE
+
+    torch.manual_seed(len(name))
+    text = CLIPTextConfig(
+        bos_token_id=BOS_ID,
+        eos_token_id=EOS_ID,
+        pad_token_id=EOS_ID,
+        hidden_size=TEXT_WIDTH,
+        intermediate_size=37,
+        num_attention_heads=4,
+        num_hidden_layers=2,
+        max_position_embeddings=32,
+        vocab_size=VOCAB_SIZE,
+        projection_dim=TEXT_WIDTH,
+    )
+    time_embedding = 8
+    unet = UNet2DConditionModel(
+        sample_size=128,
+        in_channels=9 if name == "sdxl-inpaint" else 4,
+        out_channels=4,
+        layers_per_block=1,
+        block_out_channels=(8, 16, 16),
+        down_block_types=("DownBlock2D", "DownBlock2D", "CrossAttnDownBlock2D"),
+        up_block_types=("CrossAttnUpBlock2D", "UpBlock2D", "UpBlock2D"),
+        cross_attention_dim=2 * TEXT_WIDTH,  # the two encoders' hidden states side by side
+        attention_head_dim=8,
+        norm_num_groups=8,
+        use_linear_projection=True,
+        addition_embed_type="text_time",
+        addition_time_embed_dim=time_embedding,
+        projection_class_embeddings_input_dim=6 * time_embedding + TEXT_WIDTH,
+    )
+    cls = StableDiffusionXLInpaintPipeline if name == "sdxl-inpaint" else StableDiffusionXLPipeline
+    return cls(
+        vae=_vae_by_8(),
+        text_encoder=CLIPTextModel(text),
+        text_encoder_2=CLIPTextModelWithProjection(text),
+        tokenizer=tokenizer,
+        tokenizer_2=tokenizer,
+        unet=unet,
+        scheduler=EulerDiscreteScheduler(
+            beta_start=0.00085,
+            beta_end=0.012,
+            beta_schedule="scaled_linear",
+            steps_offset=1,
+            timestep_spacing="leading",
+        ),
+    )
+
+
+def _ltx_pipeline() -> Any:
+    """LTX-Video with the real model's compression (32 px and 8 frames a latent), so it runs
+    at the preset's size and frame count."""
+    import torch
+    from diffusers import (
+        AutoencoderKLLTXVideo,
+        FlowMatchEulerDiscreteScheduler,
+        LTXImageToVideoPipeline,
+        LTXVideoTransformer3DModel,
+    )
+    from transformers import T5Config, T5EncoderModel
+
+    from models.testing_video import TEXT_DIM, _t5_sized, t5_tokenizer
+
+    tokenizer = t5_tokenizer()
+    torch.manual_seed(3)
+    vae = AutoencoderKLLTXVideo(
+        latent_channels=8,
+        block_out_channels=(8, 8, 8, 8),
+        decoder_block_out_channels=(8, 8, 8, 8),
+        layers_per_block=(1, 1, 1, 1, 1),
+        decoder_layers_per_block=(1, 1, 1, 1, 1),
+        patch_size=4,
+        patch_size_t=1,
+    )
+    transformer = LTXVideoTransformer3DModel(
+        in_channels=8,
+        out_channels=8,
+        patch_size=1,
+        patch_size_t=1,
+        num_attention_heads=2,
+        attention_head_dim=8,
+        cross_attention_dim=16,
+        num_layers=1,
+        caption_channels=TEXT_DIM,
+    )
+    return LTXImageToVideoPipeline(
+        transformer=transformer,
+        vae=vae,
+        scheduler=FlowMatchEulerDiscreteScheduler(),
+        text_encoder=T5EncoderModel(_t5_sized(T5Config, len(tokenizer))),
+        tokenizer=tokenizer,
+    )
 
 
 def _sd_pipeline(name: str, tokenizer: Any) -> Any:
@@ -149,7 +311,12 @@ def build_preset_files(name: str, work: Path) -> dict[str, bytes]:
     preset = BY_NAME[name]
     write_tokenizer(work / "tokenizer-source")
     tokenizer = CLIPTokenizer.from_pretrained(str(work / "tokenizer-source"))
-    pipe = _sd_pipeline(name, tokenizer)
+    if name in ("sdxl", "sdxl-inpaint"):
+        pipe = _sdxl_pipeline(name, tokenizer)
+    elif name == "ltx-video":
+        pipe = _ltx_pipeline()
+    else:
+        pipe = _sd_pipeline(name, tokenizer)
     folder = work / name
     if preset.variant == "fp16":
         pipe.to(torch.float16)  # the real files are half precision

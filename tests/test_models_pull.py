@@ -7,6 +7,7 @@ leaves no entry behind, a retry resuming."""
 from __future__ import annotations
 
 import random
+import re
 import resource
 import signal
 import subprocess
@@ -33,6 +34,7 @@ from tests.support.model_hub import (
     tiny_repositories,
 )
 from tests.support.service import REPO, wait_until
+from tests.support.threads import ONE_THREAD
 
 SD_TURBO = BY_NAME["sd-turbo"]
 
@@ -109,45 +111,55 @@ def test_pull_fetches_only_the_presets_files_and_registers_them(tmp_path: Path) 
                 path
             ]
     registry = load_registry(registry_of(tmp_path))
-    assert {spec.operation: spec.preset for spec in registry.specs()} == {
-        "generate": "sd-turbo",
+    # sd-turbo then sdxl for generate: the later pull replaced the earlier one's entry.
+    serving = {
+        "generate": "sdxl",
         "edit": "instruct-pix2pix",
+        "reframe": "sdxl-inpaint",
         "upscale": "sd-x4-upscaler",
+        "animate": "ltx-video",
     }
+    assert {spec.operation: spec.preset for spec in registry.specs()} == serving
     generate = registry.spec("generate")
-    assert generate.folder == tmp_path / "models" / "sd-turbo"
-    assert (generate.variant, generate.dtype, generate.option("guidance")) == (
+    assert generate.folder == tmp_path / "models" / "sdxl"
+    assert (generate.pipeline, generate.variant, generate.dtype) == (
+        "StableDiffusionXLPipeline",
         "fp16",
         "float16",
-        0.0,
     )
-
-    assert "Models: edit by timbrooks/instruct-pix2pix, generate by stabilityai/sd-turbo" in (
+    assert "edit by timbrooks/instruct-pix2pix, generate by stabilityai/stable-diffusion-xl" in (
         greeting(env)
     )
     listed = sfumato_models(env, "list")
     assert listed.returncode == 0, listed.stderr
     lines = listed.stdout.splitlines()
     assert any(
-        line.startswith("generate") and "sd-turbo" in line and "MB on disk" in line
-        for line in lines
+        line.startswith("generate") and " sdxl " in line and "MB on disk" in line for line in lines
     )
-    assert any(line.startswith("reframe") and "builtin" in line for line in lines)
+    assert any(line.startswith("transition") and "builtin" in line for line in lines)
     presets = sfumato_models(env, "presets")
     marked = [line.split()[1] for line in presets.stdout.splitlines() if line.startswith("*")]
-    assert sorted(marked) == sorted([*TINY_PRESETS, "rife"])
+    assert sorted(marked) == sorted([*serving.values(), "rife"])
     assert len(presets.stdout.splitlines()) == len(PRESETS)
 
-    # A second pull finds everything there: nothing is fetched again.
+    # Pulling sd-turbo again fetches nothing (its files are there) and serves generate again.
     with standin_hub("sd-turbo") as hub:
         again = sfumato_models(models_env(hub, tmp_path), "pull", "sd-turbo")
         assert again.returncode == 0, again.stderr
         assert not [r for r in hub.requests if r.method == "GET" and "/resolve/" in r.path]
+    assert load_registry(registry_of(tmp_path)).spec("generate").preset == "sd-turbo"
 
-    removed = sfumato_models(env, "remove", "sd-turbo")
+    removed = sfumato_models(env, "remove", "sd-turbo", "sdxl")
     assert removed.returncode == 0, removed.stderr
+    assert "generate runs the builtin pipeline now" in removed.stdout
     assert not (tmp_path / "models" / "sd-turbo").exists()
-    assert load_registry(registry_of(tmp_path)).operations() == ["edit", "upscale"]
+    assert not (tmp_path / "models" / "sdxl").exists()
+    assert load_registry(registry_of(tmp_path)).operations() == [
+        "animate",
+        "edit",
+        "reframe",
+        "upscale",
+    ]
 
 
 def test_a_gated_model_without_a_token_is_one_line_and_registers_nothing(tmp_path: Path) -> None:
@@ -277,6 +289,27 @@ def test_a_killed_pull_registers_nothing_and_the_next_one_fetches_only_the_rest(
         for path in others:
             assert len(hub.gets_of(path)) == 1, f"{path} was downloaded again"
     assert load_registry(registry_of(tmp_path)).spec("generate").preset == "sd-turbo"
+
+
+@pytest.mark.slow
+def test_check_smoke_runs_one_small_job_per_installed_model(tmp_path: Path) -> None:
+    with standin_hub("sd-turbo", "sd-x4-upscaler") as hub:
+        env = models_env(hub, tmp_path, **ONE_THREAD)
+        pulled = sfumato_models(env, "pull", "sd-turbo", "sd-x4-upscaler")
+        assert pulled.returncode == 0, pulled.stderr
+    checked = sfumato_models(env, "check", "--smoke", "--device", "cpu")
+    assert checked.returncode == 0, checked.stderr
+    lines = checked.stdout.splitlines()
+    assert any(
+        re.match(r"generate +smoke ok: 1 image\(s\) \(256, 256\) in [\d.]+s on cpu", line)
+        for line in lines
+    ), lines
+    assert any(re.match(r"upscale +smoke ok: image \(512, 512\)", line) for line in lines), lines
+    # A model whose weights are gone fails the check, naming the operation.
+    (tmp_path / "models" / "sd-x4-upscaler" / "unet" / "config.json").unlink()
+    broken = sfumato_models(env, "check", "--smoke", "--device", "cpu")
+    assert broken.returncode == 1
+    assert any(line.startswith("error: upscale:") for line in error_lines(broken)), broken.stderr
 
 
 HAND_WRITTEN = """\
