@@ -65,6 +65,7 @@ def serve(
     import uvicorn
 
     from gateway.app import build_gateway, create_app
+    from models.registry import RegistryError
 
     _logging(log_level)
     services = _services()
@@ -76,7 +77,11 @@ def serve(
         logging.getLogger(__name__).info(
             "distributed mode: jobs run in `sfumato worker --queue image|video|style` processes"
         )
-    gateway = build_gateway(services, run_workers=embedded and not no_workers)
+    try:
+        gateway = build_gateway(services, run_workers=embedded and not no_workers)
+    except RegistryError as error:
+        _fail(f"the workers cannot start: {error}")
+        return
     config = uvicorn.Config(
         create_app(gateway),
         host=host,

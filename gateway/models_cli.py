@@ -4,13 +4,11 @@ whether this machine can load (and run) it. The logic lives in `models/`."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, NoReturn
 
 import typer
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
-
     from models.install import Installed
     from models.registry import ModelRegistry
     from models.settings import ModelSettings
@@ -35,7 +33,7 @@ def _settings(directory: Path | None = None) -> ModelSettings:
     return ModelSettings(models_dir=directory) if directory else ModelSettings()
 
 
-def _fail(message: str) -> None:
+def _fail(message: str) -> NoReturn:
     typer.echo(f"error: {message}", err=True)
     raise typer.Exit(code=1)
 
@@ -47,18 +45,16 @@ def _registry(settings: ModelSettings) -> ModelRegistry:
         return find_registry(settings)
     except RegistryError as error:
         _fail(str(error))
-        raise  # unreachable: _fail exits
 
 
 @models_app.command("presets")
 def models_presets(directory: DirOption = None) -> None:
-    """The catalogue, one preset a line: name, operation, model, size on disk, memory,
-    licence; `*` marks those installed (a builtin one serves when its operation has no entry)."""
-    from models.install import installed
+    """The catalogue, one preset a line: name, operation, speed, model, size on disk, memory,
+    licence; `*` marks those serving now (a builtin one when its operation has no entry)."""
     from models.presets import PRESETS
 
     settings = _settings(directory)
-    entries = {entry.operation: entry for entry in _installed_or_fail(installed, settings)}
+    entries = {entry.operation: entry for entry in _installed(settings)}
     for preset in PRESETS:
         entry = entries.get(preset.operation)
         mark = (
@@ -75,16 +71,14 @@ def models_presets(directory: DirOption = None) -> None:
         )
 
 
-def _installed_or_fail(
-    installed: Callable[[ModelSettings], list[Installed]], settings: ModelSettings
-) -> list[Installed]:
+def _installed(settings: ModelSettings) -> list[Installed]:
+    from models.install import installed
     from models.registry import RegistryError
 
     try:
         return installed(settings)
     except RegistryError as error:
         _fail(str(error))
-        return []
 
 
 @models_app.command("pull")
@@ -129,17 +123,19 @@ def models_remove(
 
 @models_app.command("list")
 def models_list(directory: DirOption = None) -> None:
-    """What serves each operation: the registry's entries (preset or hand-written, model, size
-    on disk, memory) and the builtin pipeline for the others."""
-    from models.install import builtin_operations, gb, installed
+    """What serves each operation: the registry's entries (preset or hand-written, model,
+    pipeline class, dtype, size on disk, memory, folder) and the builtin pipeline for the
+    others."""
+    from models.install import builtin_operations, gb
 
     settings = _settings(directory)
-    entries = _installed_or_fail(installed, settings)
+    entries = _installed(settings)
     for entry in entries:
         origin = entry.preset or "hand-written"
         typer.echo(
-            f"{entry.operation:<10} {origin:<16} {entry.model}  {gb(entry.size_bytes)} on disk, "
-            f"{entry.memory_gb:g} GB memory  {entry.folder}"
+            f"{entry.operation:<10} {origin:<16} {entry.model}  {entry.pipeline}  "
+            f"{entry.dtype}  {gb(entry.size_bytes)} on disk, {entry.memory_gb:g} GB memory  "
+            f"{entry.folder}"
         )
     for operation in builtin_operations(entries):
         typer.echo(f"{operation:<10} {'builtin':<16} (no model entry)")

@@ -51,6 +51,8 @@ class Installed:
     operation: str
     preset: str | None  # None: written by hand
     model: str
+    pipeline: str
+    dtype: str  # with the variant, e.g. "float16/fp16"
     folder: Path
     size_bytes: int
     memory_gb: float
@@ -288,6 +290,8 @@ def installed(settings: ModelSettings) -> list[Installed]:
             operation=spec.operation,
             preset=spec.preset,
             model=spec.model,
+            pipeline=spec.pipeline,
+            dtype=spec.dtype + (f"/{spec.variant}" if spec.variant else ""),
             folder=spec.folder,
             size_bytes=folder_size(spec.folder),
             memory_gb=spec.memory_gb,

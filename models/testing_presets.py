@@ -144,7 +144,7 @@ def _sdxl_pipeline(name: str, tokenizer: Any) -> Any:
     )
     from transformers import CLIPTextConfig, CLIPTextModel, CLIPTextModelWithProjection
 
-    from models.testing import BOS_ID, EOS_ID, TEXT_WIDTH, VOCAB_SIZE
+    from models.testing import BOS_ID, EOS_ID, SD_SCHEDULE, TEXT_WIDTH, VOCAB_SIZE
 
     torch.manual_seed(len(name))
     text = CLIPTextConfig(
@@ -184,120 +184,24 @@ def _sdxl_pipeline(name: str, tokenizer: Any) -> Any:
         tokenizer=tokenizer,
         tokenizer_2=tokenizer,
         unet=unet,
-        scheduler=EulerDiscreteScheduler(
-            beta_start=0.00085,
-            beta_end=0.012,
-            beta_schedule="scaled_linear",
-            steps_offset=1,
-            timestep_spacing="leading",
-        ),
-    )
-
-
-def _ltx_pipeline() -> Any:
-    """LTX-Video with the real model's compression (32 px and 8 frames a latent), so it runs
-    at the preset's size and frame count."""
-    import torch
-    from diffusers import (
-        AutoencoderKLLTXVideo,
-        FlowMatchEulerDiscreteScheduler,
-        LTXImageToVideoPipeline,
-        LTXVideoTransformer3DModel,
-    )
-    from transformers import T5Config, T5EncoderModel
-
-    from models.testing_video import TEXT_DIM, _t5_sized, t5_tokenizer
-
-    tokenizer = t5_tokenizer()
-    torch.manual_seed(3)
-    vae = AutoencoderKLLTXVideo(
-        latent_channels=8,
-        block_out_channels=(8, 8, 8, 8),
-        decoder_block_out_channels=(8, 8, 8, 8),
-        layers_per_block=(1, 1, 1, 1, 1),
-        decoder_layers_per_block=(1, 1, 1, 1, 1),
-        patch_size=4,
-        patch_size_t=1,
-    )
-    transformer = LTXVideoTransformer3DModel(
-        in_channels=8,
-        out_channels=8,
-        patch_size=1,
-        patch_size_t=1,
-        num_attention_heads=2,
-        attention_head_dim=8,
-        cross_attention_dim=16,
-        num_layers=1,
-        caption_channels=TEXT_DIM,
-    )
-    return LTXImageToVideoPipeline(
-        transformer=transformer,
-        vae=vae,
-        scheduler=FlowMatchEulerDiscreteScheduler(),
-        text_encoder=T5EncoderModel(_t5_sized(T5Config, len(tokenizer))),
-        tokenizer=tokenizer,
+        scheduler=EulerDiscreteScheduler(**SD_SCHEDULE, steps_offset=1),
     )
 
 
 def _sd_pipeline(name: str, tokenizer: Any) -> Any:
     import torch
-    from diffusers import (
-        DDIMScheduler,
-        DDPMScheduler,
-        EulerAncestralDiscreteScheduler,
-        EulerDiscreteScheduler,
-        StableDiffusionInstructPix2PixPipeline,
-        StableDiffusionPipeline,
-        StableDiffusionUpscalePipeline,
-    )
+    from diffusers import EulerDiscreteScheduler
 
-    from models.testing import _text_encoder, _unet, _vae
+    from models.testing import SD_SCHEDULE, _unet, pix2pix_pipeline, sd_pipeline, upscaler_pipeline
 
-    schedule = {
-        "beta_start": 0.00085,
-        "beta_end": 0.012,
-        "beta_schedule": "scaled_linear",
-        "num_train_timesteps": 1000,
-    }
     torch.manual_seed(len(name))
-    common = {"text_encoder": _text_encoder(), "tokenizer": tokenizer}
     if name == "sd-turbo":
-        return StableDiffusionPipeline(
-            vae=_vae_by_8(),
-            unet=_unet(4),
-            scheduler=EulerDiscreteScheduler(**schedule, timestep_spacing="trailing"),
-            safety_checker=None,
-            feature_extractor=None,
-            requires_safety_checker=False,
-            **common,
-        )
+        scheduler = EulerDiscreteScheduler(**SD_SCHEDULE, timestep_spacing="trailing")
+        return sd_pipeline(tokenizer, _unet(4), _vae_by_8(), scheduler)
     if name == "instruct-pix2pix":
-        return StableDiffusionInstructPix2PixPipeline(
-            vae=_vae_by_8(),
-            unet=_unet(8),
-            scheduler=EulerAncestralDiscreteScheduler(**schedule),
-            safety_checker=None,
-            feature_extractor=None,
-            requires_safety_checker=False,
-            **common,
-        )
+        return pix2pix_pipeline(tokenizer, _vae_by_8())
     if name == "sd-x4-upscaler":
-        return StableDiffusionUpscalePipeline(
-            vae=_vae(levels=3, scaling_factor=0.08333, attention=False, channels=(8, 8, 8)),
-            unet=_unet(
-                7,
-                num_class_embeds=1000,
-                down_block_types=("DownBlock2D", "DownBlock2D"),
-                up_block_types=("UpBlock2D", "UpBlock2D"),
-                mid_block_type="UNetMidBlock2D",
-                block_out_channels=(8, 16),
-                norm_num_groups=8,
-            ),
-            low_res_scheduler=DDPMScheduler(),
-            scheduler=DDIMScheduler(prediction_type="v_prediction"),
-            max_noise_level=350,
-            **common,
-        )
+        return upscaler_pipeline(tokenizer)
     raise ValueError(f"no tiny stand-in of the preset {name!r}")
 
 
@@ -314,7 +218,9 @@ def build_preset_files(name: str, work: Path) -> dict[str, bytes]:
     if name in ("sdxl", "sdxl-inpaint"):
         pipe = _sdxl_pipeline(name, tokenizer)
     elif name == "ltx-video":
-        pipe = _ltx_pipeline()
+        from models.testing_video import ltx_image_to_video
+
+        pipe = ltx_image_to_video(seed=3, real_compression=True)
     else:
         pipe = _sd_pipeline(name, tokenizer)
     folder = work / name
