@@ -111,13 +111,15 @@ def test_pull_fetches_only_the_presets_files_and_registers_them(tmp_path: Path) 
                 path
             ]
     registry = load_registry(registry_of(tmp_path))
-    # sd-turbo then sdxl for generate: the later pull replaced the earlier one's entry.
+    # sd-turbo then sdxl for generate, ltx-video then wan2.1-i2v-480p for animate: the later
+    # pull replaced the earlier one's entry.
     serving = {
         "generate": "sdxl",
         "edit": "instruct-pix2pix",
         "reframe": "sdxl-inpaint",
         "upscale": "sd-x4-upscaler",
-        "animate": "ltx-video",
+        "animate": "wan2.1-i2v-480p",
+        "transition": "wan2.1-flf2v",
     }
     assert {spec.operation: spec.preset for spec in registry.specs()} == serving
     generate = registry.spec("generate")
@@ -136,10 +138,10 @@ def test_pull_fetches_only_the_presets_files_and_registers_them(tmp_path: Path) 
     assert any(
         line.startswith("generate") and " sdxl " in line and "MB on disk" in line for line in lines
     )
-    assert any(line.startswith("transition") and "builtin" in line for line in lines)
+    assert not any("builtin" in line for line in lines), "every operation has a model"
     presets = sfumato_models(env, "presets")
     marked = [line.split()[1] for line in presets.stdout.splitlines() if line.startswith("*")]
-    assert sorted(marked) == sorted([*serving.values(), "rife"])
+    assert sorted(marked) == sorted(serving.values())
     assert len(presets.stdout.splitlines()) == len(PRESETS)
 
     # Pulling sd-turbo again fetches nothing (its files are there) and serves generate again.
@@ -158,6 +160,7 @@ def test_pull_fetches_only_the_presets_files_and_registers_them(tmp_path: Path) 
         "animate",
         "edit",
         "reframe",
+        "transition",
         "upscale",
     ]
 
