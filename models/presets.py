@@ -156,11 +156,7 @@ PRESETS: tuple[Preset, ...] = (
         memory_gb=34.0,
         download_gb=33.7,
         smallest_gpu="40 GB (24 GB with offload, slower)",
-        options={
-            "steps": {"low": 2, "medium": 4, "high": 4},
-            "guidance": 0.0,
-            "max_sequence_length": 256,
-        },
+        options={"steps": {"low": 2, "medium": 4, "high": 4}, "guidance": 0.0},
     ),
     Preset(
         name="flux-dev",

@@ -23,13 +23,21 @@ from models.presets import BY_NAME
 TINY_PRESETS = (
     "sd-turbo",
     "sdxl",
+    "flux-schnell",
+    "flux-dev",
     "instruct-pix2pix",
+    "flux-kontext",
     "sdxl-inpaint",
+    "flux-fill",
     "sd-x4-upscaler",
     "ltx-video",
     "wan2.1-i2v-480p",
     "wan2.1-flf2v",
 )
+FLUX_PRESETS = ("flux-schnell", "flux-dev", "flux-kontext", "flux-fill")
+# How the real FLUX.1 repositories shard their weights (the transformer in three files, T5 in
+# two, each with its index).
+FLUX_SHARDS = {"transformer": ("diffusion_pytorch_model", 3), "text_encoder_2": ("model", 2)}
 
 DECOY = b"a file of the real repository that the preset's patterns must not fetch\n"
 # Files of each real repository outside the preset's patterns (from the listings docs/models.md
@@ -108,6 +116,15 @@ REAL_OTHER_FILES: dict[str, tuple[str, ...]] = {
         "ltx-video-2b-v0.9.1.safetensors",
         "media/trailer.gif",
     ),
+    **{
+        name: (
+            ".gitattributes",
+            "README.md",
+            "ae.safetensors",
+            f"flux1-{name.removeprefix('flux-')}.safetensors",
+        )
+        for name in FLUX_PRESETS
+    },
     # The Wan repositories' listings were not all found (docs/models.md): what was seen.
     "wan2.1-i2v-480p": (".gitattributes", "README.md"),
     "wan2.1-flf2v": (".gitattributes", "README.md"),
@@ -193,6 +210,93 @@ def _sdxl_pipeline(name: str, tokenizer: Any) -> Any:
     )
 
 
+def _flux_pipeline(name: str, tokenizer: Any) -> Any:
+    """FLUX.1 [schnell] / [dev] / Kontext / Fill: a flow transformer over 2x2-packed latents, CLIP
+    and T5 text encoders, a VAE by 8 without quantisation convolutions."""
+    import torch
+    from diffusers import (
+        AutoencoderKL,
+        FlowMatchEulerDiscreteScheduler,
+        FluxFillPipeline,
+        FluxKontextPipeline,
+        FluxPipeline,
+        FluxTransformer2DModel,
+    )
+    from transformers import T5Config, T5EncoderModel
+
+    from models.testing import TEXT_WIDTH, _text_encoder
+    from models.testing_video import _t5_sized, t5_tokenizer
+
+    torch.manual_seed(len(name))
+    latent = 4
+    packed = 4 * latent
+    # Fill's transformer also takes the masked image's latents and the mask (16x16 a latent).
+    in_channels = packed * 2 + 4 * 256 if name == "flux-fill" else packed
+    transformer = FluxTransformer2DModel(
+        patch_size=1,
+        in_channels=in_channels,
+        out_channels=packed,
+        num_layers=1,
+        num_single_layers=1,
+        attention_head_dim=16,
+        num_attention_heads=2,
+        joint_attention_dim=TEXT_WIDTH,
+        pooled_projection_dim=TEXT_WIDTH,
+        guidance_embeds=name != "flux-schnell",
+        axes_dims_rope=(4, 4, 8),
+    )
+    # By 16, not FLUX's 8: a quarter of the tokens keeps a CPU test run of a 1024 px picture
+    # (FLUX's native size) to seconds; the files are laid out as the real ones all the same.
+    levels = 5
+    vae = AutoencoderKL(
+        block_out_channels=(8, 16, 16, 16, 16),
+        in_channels=3,
+        out_channels=3,
+        down_block_types=("DownEncoderBlock2D",) * levels,
+        up_block_types=("UpDecoderBlock2D",) * levels,
+        latent_channels=latent,
+        norm_num_groups=8,
+        use_quant_conv=False,
+        use_post_quant_conv=False,
+        mid_block_add_attention=False,
+        shift_factor=0.1159,
+        scaling_factor=0.3611,
+    )
+    t5_tokens = t5_tokenizer()
+    cls = {"flux-kontext": FluxKontextPipeline, "flux-fill": FluxFillPipeline}.get(
+        name, FluxPipeline
+    )
+    return cls(
+        scheduler=FlowMatchEulerDiscreteScheduler(use_dynamic_shifting=name != "flux-schnell"),
+        vae=vae,
+        text_encoder=_text_encoder(),
+        tokenizer=tokenizer,
+        text_encoder_2=T5EncoderModel(_t5_sized(T5Config, len(t5_tokens))),
+        tokenizer_2=t5_tokens,
+        transformer=transformer,
+    )
+
+
+def _reshard(folder: Path, stem: str, count: int) -> None:
+    """Split `folder/stem.safetensors` into `count` shards with their index, as published."""
+    from safetensors.torch import load_file, save_file
+
+    single = folder / f"{stem}.safetensors"
+    tensors = load_file(str(single))
+    names = sorted(tensors)
+    per_shard = -(-len(names) // count)
+    weight_map: dict[str, str] = {}
+    for index in range(count):
+        shard = f"{stem}-{index + 1:05d}-of-{count:05d}.safetensors"
+        part = names[index * per_shard : (index + 1) * per_shard]
+        save_file({n: tensors[n].contiguous() for n in part}, str(folder / shard), {"format": "pt"})
+        weight_map |= dict.fromkeys(part, shard)
+    total = sum(t.numel() * t.element_size() for t in tensors.values())
+    index_file = folder / f"{stem}.safetensors.index.json"
+    index_file.write_text(json.dumps({"metadata": {"total_size": total}, "weight_map": weight_map}))
+    single.unlink()
+
+
 def _sd_pipeline(name: str, tokenizer: Any) -> Any:
     import torch
     from diffusers import EulerDiscreteScheduler
@@ -232,11 +336,18 @@ def build_preset_files(name: str, work: Path) -> dict[str, bytes]:
         tokenizer = CLIPTokenizer.from_pretrained(str(work / "tokenizer-source"))
         if name in ("sdxl", "sdxl-inpaint"):
             pipe = _sdxl_pipeline(name, tokenizer)
+        elif name in FLUX_PRESETS:
+            pipe = _flux_pipeline(name, tokenizer)
         else:
             pipe = _sd_pipeline(name, tokenizer)
     if preset.variant == "fp16":
         pipe.to(torch.float16)  # the real files are half precision
+    elif preset.dtype == "bfloat16" and name in FLUX_PRESETS:
+        pipe.to(torch.bfloat16)  # FLUX.1 is published in bf16 only
     pipe.save_pretrained(str(folder), safe_serialization=True, variant=preset.variant)
+    if name in FLUX_PRESETS:
+        for component, (stem, count) in FLUX_SHARDS.items():
+            _reshard(folder / component, stem, count)
     return _files(name, folder)
 
 

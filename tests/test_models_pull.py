@@ -22,7 +22,7 @@ from huggingface_hub.utils import filter_repo_objects
 from models.presets import BY_NAME, PRESETS
 from models.registry import load_registry
 from models.settings import ModelSettings
-from models.testing_hub import TOKEN, HostedRepo
+from models.testing_hub import TOKEN
 from models.testing_presets import DECOY, TINY_PRESETS
 from pipelines.registry import BUILTIN, DIFFUSION, PipelineRegistry
 from tests.support.model_hub import (
@@ -93,7 +93,7 @@ def test_a_tiny_repository_is_laid_out_so_the_patterns_take_the_model_and_nothin
 @pytest.mark.slow
 def test_pull_fetches_only_the_presets_files_and_registers_them(tmp_path: Path) -> None:
     with standin_hub(*TINY_PRESETS) as hub:
-        env = models_env(hub, tmp_path)
+        env = models_env(hub, tmp_path, HF_TOKEN=TOKEN)  # for the gated FLUX.1 [dev] family
         hint = f"sfumato models pull sd-turbo --dir {tmp_path / 'models'}"
         assert hint in greeting(env), "make run says how to get a real model"
         result = sfumato_models(env, "pull", *TINY_PRESETS)
@@ -111,32 +111,32 @@ def test_pull_fetches_only_the_presets_files_and_registers_them(tmp_path: Path) 
                 path
             ]
     registry = load_registry(registry_of(tmp_path))
-    # sd-turbo then sdxl for generate, ltx-video then wan2.1-i2v-480p for animate: the later
-    # pull replaced the earlier one's entry.
+    # Several presets of one operation: the last one pulled serves it.
     serving = {
-        "generate": "sdxl",
-        "edit": "instruct-pix2pix",
-        "reframe": "sdxl-inpaint",
+        "generate": "flux-dev",
+        "edit": "flux-kontext",
+        "reframe": "flux-fill",
         "upscale": "sd-x4-upscaler",
         "animate": "wan2.1-i2v-480p",
         "transition": "wan2.1-flf2v",
     }
     assert {spec.operation: spec.preset for spec in registry.specs()} == serving
     generate = registry.spec("generate")
-    assert generate.folder == tmp_path / "models" / "sdxl"
+    assert generate.folder == tmp_path / "models" / "flux-dev"
     assert (generate.pipeline, generate.variant, generate.dtype) == (
-        "StableDiffusionXLPipeline",
-        "fp16",
-        "float16",
+        "FluxPipeline",
+        None,
+        "bfloat16",
     )
-    assert "edit by timbrooks/instruct-pix2pix, generate by stabilityai/stable-diffusion-xl" in (
+    assert "edit by black-forest-labs/FLUX.1-Kontext-dev, generate by black-forest-labs" in (
         greeting(env)
     )
     listed = sfumato_models(env, "list")
     assert listed.returncode == 0, listed.stderr
     lines = listed.stdout.splitlines()
     assert any(
-        line.startswith("generate") and " sdxl " in line and "MB on disk" in line for line in lines
+        line.startswith("generate") and " flux-dev " in line and "MB on disk" in line
+        for line in lines
     )
     assert not any("builtin" in line for line in lines), "every operation has a model"
     presets = sfumato_models(env, "presets")
@@ -151,11 +151,12 @@ def test_pull_fetches_only_the_presets_files_and_registers_them(tmp_path: Path) 
         assert not [r for r in hub.requests if r.method == "GET" and "/resolve/" in r.path]
     assert load_registry(registry_of(tmp_path)).spec("generate").preset == "sd-turbo"
 
-    removed = sfumato_models(env, "remove", "sd-turbo", "sdxl")
+    removed = sfumato_models(env, "remove", "sd-turbo", "flux-dev")
     assert removed.returncode == 0, removed.stderr
     assert "generate runs the builtin pipeline now" in removed.stdout
     assert not (tmp_path / "models" / "sd-turbo").exists()
-    assert not (tmp_path / "models" / "sdxl").exists()
+    assert not (tmp_path / "models" / "flux-dev").exists()
+    assert (tmp_path / "models" / "sdxl").is_dir(), "pulled, not serving: still there"
     assert load_registry(registry_of(tmp_path)).operations() == [
         "animate",
         "edit",
@@ -167,13 +168,7 @@ def test_pull_fetches_only_the_presets_files_and_registers_them(tmp_path: Path) 
 
 def test_a_gated_model_without_a_token_is_one_line_and_registers_nothing(tmp_path: Path) -> None:
     flux = BY_NAME["flux-dev"]
-    assert flux.gated and flux.repo is not None
-    files = {
-        "model_index.json": b'{"_class_name": "FluxPipeline"}',
-        "scheduler/scheduler_config.json": b"{}",
-    }
-    with standin_hub() as hub:
-        hub.add(HostedRepo(flux.repo, flux.revision, files, gated=True))
+    with standin_hub("flux-dev") as hub:
         env = models_env(hub, tmp_path)
         refused = sfumato_models(env, "pull", "flux-dev")
         assert refused.returncode == 1
@@ -182,6 +177,8 @@ def test_a_gated_model_without_a_token_is_one_line_and_registers_nothing(tmp_pat
             "page, then set HF_TOKEN to a token of that account"
         ]
         assert not registry_of(tmp_path).exists()
+        wrong = sfumato_models(env | {"HF_TOKEN": "hf_someone_else"}, "pull", "flux-dev")
+        assert wrong.returncode == 1 and "is gated" in wrong.stderr
         allowed = sfumato_models(env | {"HF_TOKEN": TOKEN}, "pull", "flux-dev")
         assert allowed.returncode == 0, allowed.stderr
     assert load_registry(registry_of(tmp_path)).spec("generate").preset == "flux-dev"
@@ -296,18 +293,24 @@ def test_a_killed_pull_registers_nothing_and_the_next_one_fetches_only_the_rest(
 
 @pytest.mark.slow
 def test_check_smoke_runs_one_small_job_per_installed_model(tmp_path: Path) -> None:
-    with standin_hub("sd-turbo", "sd-x4-upscaler") as hub:
-        env = models_env(hub, tmp_path, **ONE_THREAD)
-        pulled = sfumato_models(env, "pull", "sd-turbo", "sd-x4-upscaler")
+    """Through the diffusion pipelines, on the classes of SD-Turbo, the x4 upscaler and FLUX.1
+    Kontext and Fill (edit by instruction without strength, outpainting with the Fill class)."""
+    smoked = ("sd-turbo", "flux-kontext", "flux-fill", "sd-x4-upscaler")
+    with standin_hub(*smoked) as hub:
+        env = models_env(hub, tmp_path, HF_TOKEN=TOKEN, **ONE_THREAD)
+        pulled = sfumato_models(env, "pull", *smoked)
         assert pulled.returncode == 0, pulled.stderr
     checked = sfumato_models(env, "check", "--smoke", "--device", "cpu")
     assert checked.returncode == 0, checked.stderr
-    lines = checked.stdout.splitlines()
-    assert any(
-        re.match(r"generate +smoke ok: 1 image\(s\) \(256, 256\) in [\d.]+s on cpu", line)
-        for line in lines
-    ), lines
-    assert any(re.match(r"upscale +smoke ok: image \(512, 512\)", line) for line in lines), lines
+    expected = {
+        "generate": r"1 image\(s\) \(256, 256\)",
+        "edit": r"image \(256, 256\)",
+        "reframe": r"image \(512, 256\)",
+        "upscale": r"image \(512, 512\)",
+    }
+    for operation, made in expected.items():
+        pattern = rf"{operation} +smoke ok: {made} in [\d.]+s on cpu"
+        assert any(re.match(pattern, line) for line in checked.stdout.splitlines()), operation
     # A model whose weights are gone fails the check, naming the operation.
     (tmp_path / "models" / "sd-x4-upscaler" / "unet" / "config.json").unlink()
     broken = sfumato_models(env, "check", "--smoke", "--device", "cpu")

@@ -29,13 +29,15 @@ def tiny_repositories() -> dict[str, dict[str, bytes]]:
 
 
 def hosted(name: str, **changes: object) -> HostedRepo:
-    """Preset `name`'s tiny repository at the preset's revision (or as `changes` say)."""
+    """Preset `name`'s tiny repository at the preset's revision, gated as the real one (or as
+    `changes` say)."""
     preset = BY_NAME[name]
     assert preset.repo is not None
     fields: dict[str, object] = {
         "repo_id": preset.repo,
         "revision": preset.revision,
         "files": dict(tiny_repositories()[name]),
+        "gated": preset.gated,
     }
     return HostedRepo(**(fields | changes))  # type: ignore[arg-type]
 
