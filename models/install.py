@@ -120,8 +120,9 @@ def _hand_written_conflict(document: tomlkit.TOMLDocument, preset: Preset) -> st
     )
 
 
-def register(path: Path, preset: Preset, replace: bool = False) -> None:
-    """Write the preset's entry into the registry file at `path` (made if missing)."""
+def register(path: Path, preset: Preset, replace: bool = False, folder: Path | None = None) -> None:
+    """Write the preset's entry into the registry file at `path` (made if missing). `folder` is
+    where its files are (default: beside the registry); relative when it is beside it."""
     document = _read_document(path)
     if not replace and (conflict := _hand_written_conflict(document, preset)):
         raise PullError(conflict)
@@ -129,8 +130,11 @@ def register(path: Path, preset: Preset, replace: bool = False) -> None:
         document.add(tomlkit.nl())
         document["operations"] = tomlkit.table(is_super_table=True)
     operations: Any = document["operations"]
+    entry = preset.registry_entry()
+    if folder is not None and folder.resolve().parent != path.resolve().parent:
+        entry["folder"] = str(folder.resolve())  # SFUMATO_MODELS_FILE elsewhere
     table = tomlkit.table()
-    for key, value in preset.registry_entry().items():
+    for key, value in entry.items():
         table[key] = value
     operations[preset.operation] = table
     _write_document(path, document)
@@ -162,7 +166,7 @@ def pull(name: str, settings: ModelSettings, replace: bool = False) -> str:
             f"{preset.name}: the download ended without {', '.join(broken[:3])}; "
             "run the pull again to resume it"
         )
-    register(registry, preset, replace)
+    register(registry, preset, replace, folder=target)
     return (
         f"{preset.name}: {len(files)} files, {gb(folder_size(target))} in {target}; "
         f"{preset.operation} now runs {preset.repo} (registry {registry})"

@@ -184,6 +184,18 @@ def test_a_gated_model_without_a_token_is_one_line_and_registers_nothing(tmp_pat
     assert load_registry(registry_of(tmp_path)).spec("generate").preset == "flux-dev"
 
 
+def test_a_registry_named_by_sfumato_models_file_gets_the_entry(tmp_path: Path) -> None:
+    elsewhere = tmp_path / "etc" / "models.toml"
+    with standin_hub("sd-turbo") as hub:
+        env = models_env(hub, tmp_path / "data", SFUMATO_MODELS_FILE=str(elsewhere))
+        result = sfumato_models(env, "pull", "sd-turbo")
+        assert result.returncode == 0, result.stderr
+    spec = load_registry(elsewhere).spec("generate")
+    assert spec.folder == tmp_path / "data" / "models" / "sd-turbo"
+    assert (spec.folder / "model_index.json").is_file()
+    assert not registry_of(tmp_path / "data").exists()
+
+
 def test_a_revision_the_repository_lacks_is_one_line(tmp_path: Path) -> None:
     with standin_hub() as hub:
         hub.add(hosted("sd-turbo", revision="0" * 40))
@@ -377,5 +389,9 @@ def test_a_worker_serves_the_registered_operations_with_diffusion_and_the_rest_b
     assert overridden.target("generate") == override  # SFUMATO_PIPELINES stays an override
     assert overridden.target("upscale") == DIFFUSION["upscale"]
     # SFUMATO_MODELS_FILE stays an override of where the registry is.
+    assert (
+        PipelineRegistry(models=ModelSettings(data_dir=tmp_path / "empty")).target("upscale")
+        == BUILTIN["upscale"]
+    )
     elsewhere = ModelSettings(data_dir=tmp_path / "empty", models_file=registry)
     assert PipelineRegistry(models=elsewhere).target("upscale") == DIFFUSION["upscale"]
