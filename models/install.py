@@ -209,10 +209,10 @@ def _hub_error(preset: Preset, error: Exception, endpoint: str | None) -> PullEr
             "the pull again to resume it"
         )
     where = endpoint or "https://huggingface.co"
+    first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
     if isinstance(error, HfHubHTTPError | LocalEntryNotFoundError):
-        first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
         return PullError(f"{preset.name}: the hub at {where} failed: {first}")
-    return PullError(f"{preset.name}: cannot reach the hub at {where}: {error}")
+    return PullError(f"{preset.name}: cannot reach the hub at {where}: {first}")
 
 
 def _listing(preset: Preset, settings: ModelSettings) -> dict[str, int]:
