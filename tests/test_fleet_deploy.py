@@ -213,6 +213,8 @@ def test_gpu_pools_run_the_diffusion_pipelines_of_the_models_the_job_pulls(
             assert volume["models"]["persistentVolumeClaim"]["claimName"] == claim["claimName"]
             assert volume["models"]["persistentVolumeClaim"]["readOnly"] is True
             assert environment["SFUMATO_MODELS_DIR"] == mounts["models"]["mountPath"]
+            # The folders the Job's registry names (relative to it) are where the pool looks.
+            assert environment["SFUMATO_MODELS_DIR"] == directory
         diffusion = {op for op in served if pipelines.target(op) == DIFFUSION[op]}
         if gpu_cluster:
             assert on_volume and diffusion == served, queue
