@@ -57,22 +57,23 @@ def write_tokenizer(folder: Path) -> None:
     tokenizer.save_pretrained(str(folder))
 
 
-def _text_encoder() -> Any:
-    from transformers import CLIPTextConfig, CLIPTextModel
+def _text_encoder(with_projection: bool = False) -> Any:
+    """A tiny CLIP text encoder (with its projection: SDXL's second encoder)."""
+    from transformers import CLIPTextConfig, CLIPTextModel, CLIPTextModelWithProjection
 
-    return CLIPTextModel(
-        CLIPTextConfig(
-            bos_token_id=BOS_ID,
-            eos_token_id=EOS_ID,
-            pad_token_id=EOS_ID,
-            hidden_size=TEXT_WIDTH,
-            intermediate_size=37,
-            num_attention_heads=4,
-            num_hidden_layers=2,
-            max_position_embeddings=32,
-            vocab_size=VOCAB_SIZE,
-        )
+    config = CLIPTextConfig(
+        bos_token_id=BOS_ID,
+        eos_token_id=EOS_ID,
+        pad_token_id=EOS_ID,
+        hidden_size=TEXT_WIDTH,
+        intermediate_size=37,
+        num_attention_heads=4,
+        num_hidden_layers=2,
+        max_position_embeddings=32,
+        vocab_size=VOCAB_SIZE,
+        projection_dim=TEXT_WIDTH,
     )
+    return (CLIPTextModelWithProjection if with_projection else CLIPTextModel)(config)
 
 
 def _unet(in_channels: int, **extra: Any) -> Any:

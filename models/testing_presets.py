@@ -164,23 +164,10 @@ def _sdxl_pipeline(name: str, tokenizer: Any) -> Any:
         StableDiffusionXLPipeline,
         UNet2DConditionModel,
     )
-    from transformers import CLIPTextConfig, CLIPTextModel, CLIPTextModelWithProjection
 
-    from models.testing import BOS_ID, EOS_ID, SD_SCHEDULE, TEXT_WIDTH, VOCAB_SIZE
+    from models.testing import SD_SCHEDULE, TEXT_WIDTH, _text_encoder
 
     torch.manual_seed(len(name))
-    text = CLIPTextConfig(
-        bos_token_id=BOS_ID,
-        eos_token_id=EOS_ID,
-        pad_token_id=EOS_ID,
-        hidden_size=TEXT_WIDTH,
-        intermediate_size=37,
-        num_attention_heads=4,
-        num_hidden_layers=2,
-        max_position_embeddings=32,
-        vocab_size=VOCAB_SIZE,
-        projection_dim=TEXT_WIDTH,
-    )
     time_embedding = 8
     unet = UNet2DConditionModel(
         sample_size=128,
@@ -201,8 +188,8 @@ def _sdxl_pipeline(name: str, tokenizer: Any) -> Any:
     cls = StableDiffusionXLInpaintPipeline if name == "sdxl-inpaint" else StableDiffusionXLPipeline
     return cls(
         vae=_vae_by_8(),
-        text_encoder=CLIPTextModel(text),
-        text_encoder_2=CLIPTextModelWithProjection(text),
+        text_encoder=_text_encoder(),
+        text_encoder_2=_text_encoder(with_projection=True),
         tokenizer=tokenizer,
         tokenizer_2=tokenizer,
         unet=unet,
