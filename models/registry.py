@@ -1,8 +1,10 @@
 """The model registry: which weights, pipeline class and limits serve each operation.
 
-A TOML file (path in `SFUMATO_MODELS_FILE`) with one table per operation:
+A TOML file, `models.toml` in the models directory (`sfumato models pull` writes it; the path
+can be overridden with `SFUMATO_MODELS_FILE`), with one table per operation:
 
     [operations.generate]
+    preset = "sdxl"                 # written by `sfumato models pull`; absent: written by hand
     model = "stabilityai/stable-diffusion-xl-base-1.0"   # the model's public id (informative)
     folder = "sdxl-base"            # its local copy; relative paths start at this file's folder
     pipeline = "StableDiffusionXLPipeline"   # a diffusers class name (AutoPipeline* too)
@@ -26,12 +28,13 @@ the cache (text-to-image, image-to-image and inpainting classes made with `from_
 from __future__ import annotations
 
 import functools
-import os
 import tomllib
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from models.settings import ModelSettings
 
 DTYPES = ("float32", "float16", "bfloat16")
 FAMILIES = ("sd15", "sdxl", "sd3", "flux", "other")
@@ -47,6 +50,7 @@ class ModelSpec(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     operation: str
+    preset: str | None = None
     model: str
     folder: Path
     pipeline: str
@@ -134,20 +138,35 @@ def load_registry(path: Path) -> ModelRegistry:
 
 
 @functools.lru_cache(maxsize=8)
-def cached_registry(path: Path) -> ModelRegistry:
-    """One parsed registry per file and process (pipelines are built with no arguments)."""
+def _parsed(path: Path, _mtime_ns: int, _size: int) -> ModelRegistry:
     return load_registry(path)
 
 
-def configured_registry() -> ModelRegistry:
-    """The registry `SFUMATO_MODELS_FILE` names; a clear error when it is not set.
+def cached_registry(path: Path) -> ModelRegistry:
+    """One parsed registry per file version and process (a pull rewrites it)."""
+    try:
+        stat = path.stat()
+    except OSError:
+        return load_registry(path)  # raises the RegistryError that says so
+    return _parsed(path, stat.st_mtime_ns, stat.st_size)
 
-    Read from the environment, not `core.settings`: pipelines and models import nothing of core.
-    """
-    path = os.environ.get("SFUMATO_MODELS_FILE")
-    if not path:
+
+def find_registry(settings: ModelSettings) -> ModelRegistry:
+    """The registry of these settings: `SFUMATO_MODELS_FILE`, else `models.toml` in the
+    models directory; a clear error when there is none."""
+    path = settings.registry_file
+    if not path.exists() and not settings.registry_file_is_explicit:
         raise RegistryError(
-            "the diffusion pipelines need a model registry: set SFUMATO_MODELS_FILE "
-            "(see docs/models.md)"
+            f"no model registry at {path}: pull a model (`sfumato models pull sd-turbo`) or set "
+            "SFUMATO_MODELS_FILE (see docs/models.md)"
         )
-    return cached_registry(Path(path).resolve())
+    return cached_registry(path)
+
+
+def registered_operations(settings: ModelSettings) -> list[str]:
+    """The operations the registry names; none when there is no registry (a named file that is
+    missing or invalid is an error: the worker must not silently fall back to builtin)."""
+    path = settings.registry_file
+    if not path.exists() and not settings.registry_file_is_explicit:
+        return []
+    return cached_registry(path).operations()

@@ -57,22 +57,23 @@ def write_tokenizer(folder: Path) -> None:
     tokenizer.save_pretrained(str(folder))
 
 
-def _text_encoder() -> Any:
-    from transformers import CLIPTextConfig, CLIPTextModel
+def _text_encoder(with_projection: bool = False) -> Any:
+    """A tiny CLIP text encoder (with its projection: SDXL's second encoder)."""
+    from transformers import CLIPTextConfig, CLIPTextModel, CLIPTextModelWithProjection
 
-    return CLIPTextModel(
-        CLIPTextConfig(
-            bos_token_id=BOS_ID,
-            eos_token_id=EOS_ID,
-            pad_token_id=EOS_ID,
-            hidden_size=TEXT_WIDTH,
-            intermediate_size=37,
-            num_attention_heads=4,
-            num_hidden_layers=2,
-            max_position_embeddings=32,
-            vocab_size=VOCAB_SIZE,
-        )
+    config = CLIPTextConfig(
+        bos_token_id=BOS_ID,
+        eos_token_id=EOS_ID,
+        pad_token_id=EOS_ID,
+        hidden_size=TEXT_WIDTH,
+        intermediate_size=37,
+        num_attention_heads=4,
+        num_hidden_layers=2,
+        max_position_embeddings=32,
+        vocab_size=VOCAB_SIZE,
+        projection_dim=TEXT_WIDTH,
     )
+    return (CLIPTextModelWithProjection if with_projection else CLIPTextModel)(config)
 
 
 def _unet(in_channels: int, **extra: Any) -> Any:
@@ -170,84 +171,93 @@ def _save(pipeline: Any, folder: Path) -> None:
     pipeline.save_pretrained(str(folder), safe_serialization=True)
 
 
+# The noise schedule of Stable Diffusion 1.x/2.x, for the tiny models' schedulers.
+SD_SCHEDULE = {
+    "beta_start": 0.00085,
+    "beta_end": 0.012,
+    "beta_schedule": "scaled_linear",
+    "num_train_timesteps": 1000,
+}
+
+
+def sd_pipeline(tokenizer: Any, unet: Any, vae: Any, scheduler: Any) -> Any:
+    """A tiny `StableDiffusionPipeline` (no safety checker)."""
+    from diffusers import StableDiffusionPipeline
+
+    return StableDiffusionPipeline(
+        vae=vae,
+        text_encoder=_text_encoder(),
+        tokenizer=tokenizer,
+        unet=unet,
+        scheduler=scheduler,
+        safety_checker=None,
+        feature_extractor=None,
+        requires_safety_checker=False,
+    )
+
+
+def pix2pix_pipeline(tokenizer: Any, vae: Any) -> Any:
+    """A tiny `StableDiffusionInstructPix2PixPipeline`: an 8-channel UNet (noise and source)."""
+    from diffusers import EulerAncestralDiscreteScheduler, StableDiffusionInstructPix2PixPipeline
+
+    return StableDiffusionInstructPix2PixPipeline(
+        vae=vae,
+        text_encoder=_text_encoder(),
+        tokenizer=tokenizer,
+        unet=_unet(8),
+        scheduler=EulerAncestralDiscreteScheduler(**SD_SCHEDULE),
+        safety_checker=None,
+        feature_extractor=None,
+        requires_safety_checker=False,
+    )
+
+
+def upscaler_pipeline(tokenizer: Any) -> Any:
+    """A tiny `StableDiffusionUpscalePipeline`: a 7-channel UNet, a VAE by 4."""
+    from diffusers import DDIMScheduler, DDPMScheduler, StableDiffusionUpscalePipeline
+
+    return StableDiffusionUpscalePipeline(
+        # Without attention either: the VAE's middle block would attend over 128x128 tokens.
+        vae=_vae(levels=3, scaling_factor=0.08333, attention=False, channels=(8, 8, 8)),
+        text_encoder=_text_encoder(),
+        tokenizer=tokenizer,
+        # No attention: the upscaler's UNet runs at the input's full size (128 px tiles).
+        unet=_unet(
+            7,
+            num_class_embeds=1000,
+            down_block_types=("DownBlock2D", "DownBlock2D"),
+            up_block_types=("UpBlock2D", "UpBlock2D"),
+            mid_block_type="UNetMidBlock2D",
+            block_out_channels=(8, 16),
+            norm_num_groups=8,
+        ),
+        low_res_scheduler=DDPMScheduler(),
+        scheduler=DDIMScheduler(prediction_type="v_prediction"),
+        max_noise_level=350,
+    )
+
+
 def build_tiny_models(folder: Path, generate_steps: int = 2) -> Path:
     """Save the tiny models under `folder` and return the registry file written beside them;
     `generate_steps` are the steps of a generate at low and medium quality."""
     import torch
-    from diffusers import (
-        DDIMScheduler,
-        DDPMScheduler,
-        EulerAncestralDiscreteScheduler,
-        StableDiffusionInstructPix2PixPipeline,
-        StableDiffusionPipeline,
-        StableDiffusionUpscalePipeline,
-    )
+    from diffusers import DDIMScheduler
     from transformers import CLIPTokenizer
 
     folder.mkdir(parents=True, exist_ok=True)
     write_tokenizer(folder / "tokenizer")
     tokenizer = CLIPTokenizer.from_pretrained(str(folder / "tokenizer"))
-    scheduler_config = {
-        "beta_start": 0.00085,
-        "beta_end": 0.012,
-        "beta_schedule": "scaled_linear",
-        "num_train_timesteps": 1000,
-    }
     torch.manual_seed(0)
     unet = _unet(4)
-    _save(
-        StableDiffusionPipeline(
-            vae=_vae(),
-            text_encoder=_text_encoder(),
-            tokenizer=tokenizer,
-            unet=unet,
-            scheduler=DDIMScheduler(
-                **scheduler_config, clip_sample=False, set_alpha_to_one=False, steps_offset=1
-            ),
-            safety_checker=None,
-            feature_extractor=None,
-            requires_safety_checker=False,
-        ),
-        folder / "sd15",
+    scheduler = DDIMScheduler(
+        **SD_SCHEDULE, clip_sample=False, set_alpha_to_one=False, steps_offset=1
     )
+    _save(sd_pipeline(tokenizer, unet, _vae(), scheduler), folder / "sd15")
     write_ip_adapter(unet, folder / "ip-adapter")
     torch.manual_seed(1)
-    _save(
-        StableDiffusionInstructPix2PixPipeline(
-            vae=_vae(),
-            text_encoder=_text_encoder(),
-            tokenizer=tokenizer,
-            unet=_unet(8),
-            scheduler=EulerAncestralDiscreteScheduler(**scheduler_config),
-            safety_checker=None,
-            feature_extractor=None,
-            requires_safety_checker=False,
-        ),
-        folder / "pix2pix",
-    )
+    _save(pix2pix_pipeline(tokenizer, _vae()), folder / "pix2pix")
     torch.manual_seed(2)
-    _save(
-        StableDiffusionUpscalePipeline(
-            # Without attention either: the VAE's middle block would attend over 128x128 tokens.
-            vae=_vae(levels=3, scaling_factor=0.08333, attention=False, channels=(8, 8, 8)),
-            text_encoder=_text_encoder(),
-            tokenizer=tokenizer,
-            # No attention: the upscaler's UNet runs at the input's full size (128 px tiles).
-            unet=_unet(
-                7,
-                num_class_embeds=1000,
-                down_block_types=("DownBlock2D", "DownBlock2D"),
-                up_block_types=("UpBlock2D", "UpBlock2D"),
-                mid_block_type="UNetMidBlock2D",
-                block_out_channels=(8, 16),
-                norm_num_groups=8,
-            ),
-            low_res_scheduler=DDPMScheduler(),
-            scheduler=DDIMScheduler(prediction_type="v_prediction"),
-            max_noise_level=350,
-        ),
-        folder / "upscaler",
-    )
+    _save(upscaler_pipeline(tokenizer), folder / "upscaler")
     registry = folder / "models.toml"
     registry.write_text(
         TINY_REGISTRY.replace(

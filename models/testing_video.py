@@ -139,6 +139,16 @@ def build_wan_image_to_video(folder: Path, first_last_frame: bool = False, seed:
 
 def build_ltx_image_to_video(folder: Path, seed: int = 0) -> Path:
     """Save a tiny `LTXImageToVideoPipeline` in `folder` (spatial and temporal factor 4)."""
+    pipe = ltx_image_to_video(seed)
+    folder.mkdir(parents=True, exist_ok=True)
+    pipe.save_pretrained(str(folder))
+    return folder
+
+
+def ltx_image_to_video(seed: int = 0, real_compression: bool = False) -> Any:
+    """A tiny `LTXImageToVideoPipeline`: its VAE by 4 in space and time, or with
+    `real_compression` by 32 px and 8 frames as LTX-Video 0.9's (4 px patches, three
+    spatio-temporal scalings), which runs at that model's sizes and frame counts."""
     import torch
     from diffusers import (
         AutoencoderKLLTXVideo,
@@ -161,32 +171,35 @@ def build_ltx_image_to_video(folder: Path, seed: int = 0) -> Path:
         num_layers=1,
         caption_channels=TEXT_DIM,
     )
-    two_scalings = (True, True, False, False)  # the full model scales at three levels
+    if real_compression:
+        compression: dict[str, Any] = {"patch_size": 4}
+    else:
+        two_scalings = (True, True, False, False)  # the full model scales at three levels
+        compression = {
+            "spatio_temporal_scaling": two_scalings,
+            "decoder_spatio_temporal_scaling": two_scalings,
+            "decoder_inject_noise": (False,) * 5,
+            "upsample_residual": (False,) * 4,
+            "upsample_factor": (1,) * 4,
+            "patch_size": 1,
+        }
     vae = AutoencoderKLLTXVideo(
         latent_channels=8,
         block_out_channels=(8, 8, 8, 8),
         decoder_block_out_channels=(8, 8, 8, 8),
         layers_per_block=(1, 1, 1, 1, 1),
         decoder_layers_per_block=(1, 1, 1, 1, 1),
-        spatio_temporal_scaling=two_scalings,
-        decoder_spatio_temporal_scaling=two_scalings,
-        decoder_inject_noise=(False,) * 5,
-        upsample_residual=(False,) * 4,
-        upsample_factor=(1,) * 4,
-        patch_size=1,
         patch_size_t=1,
+        **compression,
     )
     text_encoder = T5EncoderModel(_t5_sized(T5Config, len(tokenizer)))
-    pipe: Any = LTXImageToVideoPipeline(
+    return LTXImageToVideoPipeline(
         transformer=transformer,
         vae=vae,
         scheduler=FlowMatchEulerDiscreteScheduler(),
         text_encoder=text_encoder,
         tokenizer=tokenizer,
     )
-    folder.mkdir(parents=True, exist_ok=True)
-    pipe.save_pretrained(str(folder))
-    return folder
 
 
 def build_tiny_ltx_models(folder: Path) -> str:

@@ -1,11 +1,15 @@
-"""Which pipeline serves which operation: builtin defaults, overridable by configuration."""
+"""Which pipeline serves which operation: the diffusion pipeline for every operation the model
+registry names, the builtin one for the rest, and `SFUMATO_PIPELINES` overriding both."""
 
 from __future__ import annotations
 
 import importlib
+import inspect
 import threading
 from typing import Literal, overload
 
+from models.registry import registered_operations
+from models.settings import ModelSettings
 from pipelines.base import (
     AnimatePipeline,
     EditPipeline,
@@ -26,18 +30,37 @@ BUILTIN = {
     "transition": "pipelines.builtin.transition:BuiltinTransition",
     "extract_style": "pipelines.builtin.extract_style:BuiltinExtractStyle",
 }
+DIFFUSION = {
+    "generate": "pipelines.diffusion.generate:DiffusionGenerate",
+    "edit": "pipelines.diffusion.edit:DiffusionEdit",
+    "reframe": "pipelines.diffusion.reframe:DiffusionReframe",
+    "upscale": "pipelines.diffusion.upscale:DiffusionUpscale",
+    "animate": "pipelines.diffusion.animate:DiffusionAnimate",
+    "transition": "pipelines.diffusion.transition:DiffusionTransition",
+}
 
 
 class PipelineRegistry:
-    """Instantiates each operation's pipeline once per process and keeps it (model caching)."""
+    """Instantiates each operation's pipeline once per process and keeps it (model caching).
 
-    def __init__(self, overrides: dict[str, str] | None = None) -> None:
-        self._targets = {**BUILTIN, **(overrides or {})}
+    `models` (default: read from the environment) locates the model registry; pipelines whose
+    constructor takes `models` (the diffusion ones) are given it."""
+
+    def __init__(
+        self, overrides: dict[str, str] | None = None, models: ModelSettings | None = None
+    ) -> None:
+        self.models = models or ModelSettings()
+        diffusion = {op: DIFFUSION[op] for op in registered_operations(self.models)}
+        self._targets = {**BUILTIN, **diffusion, **(overrides or {})}
         self._loaded: dict[str, Pipeline] = {}
         self._lock = threading.Lock()
 
     def operations(self) -> list[str]:
         return sorted(self._targets)
+
+    def target(self, operation: str) -> str | None:
+        """The `module:Class` serving `operation`."""
+        return self._targets.get(operation)
 
     # Typed by the operation named: `get("generate")` is a GeneratePipeline.
     @overload
@@ -67,7 +90,9 @@ class PipelineRegistry:
                 if target is None:
                     raise LookupError(f"no pipeline serves the operation {operation!r}")
                 module_name, _, class_name = target.partition(":")
-                pipeline = getattr(importlib.import_module(module_name), class_name)()
+                pipeline_class = getattr(importlib.import_module(module_name), class_name)
+                takes_models = "models" in inspect.signature(pipeline_class).parameters
+                pipeline = pipeline_class(models=self.models) if takes_models else pipeline_class()
                 if not isinstance(pipeline, Pipeline) or pipeline.operation != operation:
                     served = getattr(pipeline, "operation", None)
                     raise TypeError(

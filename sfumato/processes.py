@@ -15,6 +15,7 @@ from core.services import Services
 from gateway.limits import RateLimiter
 from gateway.metrics import GatewayMetrics
 from gateway.runtime import Gateway
+from models.settings import ModelSettings
 from pipelines.registry import PipelineRegistry
 from workers.embedded import EmbeddedWorkers
 from workers.runner import JobRunner
@@ -26,13 +27,22 @@ class StartRefused(Exception):
     """A process cannot start as asked; the message says why."""
 
 
+def pipeline_registry(services: Services) -> PipelineRegistry:
+    """Which pipeline serves each operation: the diffusion ones the model registry names, the
+    builtin ones for the rest (`SFUMATO_PIPELINES` overrides). Raises RegistryError."""
+    settings = services.settings
+    return PipelineRegistry(
+        settings.pipeline_overrides(), ModelSettings(data_dir=settings.data_dir)
+    )
+
+
 def build_gateway(services: Services, run_workers: bool) -> Gateway:
     """What one gateway process holds; with `run_workers`, the embedded workers too."""
     settings = services.settings
     lifecycle = JobLifecycle.for_services(services)
     workers = None
     if run_workers:
-        runner = JobRunner(services, PipelineRegistry(settings.pipeline_overrides()), lifecycle)
+        runner = JobRunner(services, pipeline_registry(services), lifecycle)
         queues = services.config.queues
         workers = EmbeddedWorkers(
             services, runner, {queue: queues.of(queue).concurrency for queue in QUEUES}
@@ -52,6 +62,7 @@ def serve(services: Services, host: str, port: int, no_workers: bool, log_level:
     import uvicorn
 
     from gateway.app import create_app
+    from models.registry import RegistryError
 
     embedded = services.settings.embedded_broker
     if no_workers and embedded:
@@ -61,7 +72,10 @@ def serve(services: Services, host: str, port: int, no_workers: bool, log_level:
         log.info(
             "distributed mode: jobs run in `sfumato worker --queue image|video|style` processes"
         )
-    gateway = build_gateway(services, run_workers=embedded and not no_workers)
+    try:
+        gateway = build_gateway(services, run_workers=embedded and not no_workers)
+    except RegistryError as error:
+        raise StartRefused(f"the workers cannot start: {error}") from None
     config = uvicorn.Config(
         create_app(gateway),
         host=host,
@@ -81,7 +95,7 @@ def run_worker(
     from celery.signals import worker_ready, worker_shutting_down
 
     from core.health import ReadinessChecks
-    from models.cache import ModelUnavailable
+    from models.loading import ModelUnavailable
     from models.registry import RegistryError
     from workers import metrics
     from workers.celery_app import worker_celery
@@ -96,8 +110,8 @@ def run_worker(
         )
     pool = services.config.queues.of(queue)
     lifecycle = JobLifecycle.for_services(services)
-    runner = JobRunner(services, PipelineRegistry(settings.pipeline_overrides()), lifecycle)
     try:
+        runner = JobRunner(services, pipeline_registry(services), lifecycle)
         runner.warm_up([queue])
     except (ModelUnavailable, RegistryError) as error:
         raise StartRefused(f"the {queue} worker cannot load its models: {error}") from None

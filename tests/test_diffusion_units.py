@@ -14,7 +14,8 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from models.cache import ModelCache, check
+from models.cache import ModelCache
+from models.loading import check
 from models.registry import ModelRegistry, RegistryError, load_registry
 from models.testing import IP_WEIGHTS
 from pipelines.base import Cancelled, GenerateInput, ImageOutput, ReframeInput

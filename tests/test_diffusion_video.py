@@ -14,18 +14,18 @@ import os
 import tempfile
 import time
 from collections.abc import Iterator
-from contextlib import ExitStack, contextmanager
+from contextlib import ExitStack
 from pathlib import Path
 
 import av
 import httpx
 import numpy as np
 import pytest
-import torch
 from PIL import Image
 
 from core.tables import Job, Media
-from models.cache import ModelCache, ModelUnavailable
+from models.cache import ModelCache
+from models.loading import ModelUnavailable
 from models.registry import ModelSpec, load_registry
 from models.testing_video import build_tiny_ltx_models, build_tiny_video_models
 from pipelines.diffusion.clip import model_time_positions, spanning_positions, write_clip
@@ -34,6 +34,7 @@ from pipelines.diffusion.video_model import VideoModel, geometry_for, plan_segme
 from tests.conftest import COMMON_ENV
 from tests.support.service import Mode, Service, running_service, wait_until
 from tests.support.steerable_video import logged
+from tests.support.threads import ONE_THREAD, one_torch_thread
 from tests.test_jobs import create, wait_done
 from tests.test_videos import video_done
 
@@ -42,21 +43,6 @@ PIPELINES = (
     "animate=tests.support.steerable_video:SteerableAnimate,"
     "transition=pipelines.diffusion.transition:DiffusionTransition"
 )
-
-
-# Torch's spinning OpenMP threads slow tiny models many times over on a shared 2-core machine:
-# one thread in the worker processes (at start) and in this one (while the services run).
-ONE_THREAD = {"OMP_NUM_THREADS": "1"}
-
-
-@contextmanager
-def one_torch_thread() -> Iterator[None]:
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(threads)
 
 
 # The worker's logic is the same in both deployments; these paths run on the embedded one only.

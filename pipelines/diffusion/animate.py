@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from PIL import Image
 
+from models.settings import ModelSettings
 from pipelines.base import AnimateInput, JobControl, VideoOutput
 from pipelines.diffusion.clip import model_time_positions, soundtrack_for, step_reporter, write_clip
 from pipelines.diffusion.video_model import Frame, VideoModel, fit, plan_segments
@@ -20,8 +21,10 @@ class DiffusionAnimate:
 
     operation = "animate"
 
-    def __init__(self) -> None:
-        self.model = VideoModel(self.operation, needs=("image",))
+    def __init__(
+        self, models: ModelSettings | None = None, model: VideoModel | None = None
+    ) -> None:
+        self.model = model or VideoModel(self.operation, needs=("image",), models=models)
 
     def run(self, inputs: AnimateInput, control: JobControl) -> VideoOutput:
         geometry = self.model.geometry

@@ -17,7 +17,8 @@ from typing import Any, Generic, TypeVar
 from PIL import Image
 
 from models.cache import ModelCache, shared_cache
-from models.registry import ModelSpec, configured_registry
+from models.registry import ModelSpec, find_registry
+from models.settings import ModelSettings
 from pipelines.base import Cancelled, ImageOutput, JobControl, OutOfDeviceMemory
 from pipelines.diffusion.device import generator_for, is_out_of_memory
 
@@ -91,9 +92,15 @@ class DiffusionPipeline(Generic[InputT]):
 
     operation: str
 
-    def __init__(self, spec: ModelSpec | None = None, cache: ModelCache | None = None) -> None:
-        self.spec = spec or configured_registry().spec(self.operation)
-        self.cache = cache or shared_cache()
+    def __init__(
+        self,
+        spec: ModelSpec | None = None,
+        cache: ModelCache | None = None,
+        models: ModelSettings | None = None,
+    ) -> None:
+        models = models or ModelSettings()
+        self.spec = spec or find_registry(models).spec(self.operation)
+        self.cache = cache or shared_cache(models)
         self.cache.ensure(self.spec, self.tasks())
         # Called with the number of images of every pipeline call (metrics, benchmarks, tests).
         self.call_listeners: list[Callable[[int], None]] = []

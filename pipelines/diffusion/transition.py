@@ -10,6 +10,7 @@ middle, as the builtin transition's does.
 
 from __future__ import annotations
 
+from models.settings import ModelSettings
 from pipelines.base import JobControl, TransitionInput, VideoOutput
 from pipelines.diffusion.clip import soundtrack_for, spanning_positions, step_reporter, write_clip
 from pipelines.diffusion.video_model import VideoModel, fit
@@ -20,8 +21,12 @@ class DiffusionTransition:
 
     operation = "transition"
 
-    def __init__(self) -> None:
-        self.model = VideoModel(self.operation, needs=("image", "last_image"))
+    def __init__(
+        self, models: ModelSettings | None = None, model: VideoModel | None = None
+    ) -> None:
+        self.model = model or VideoModel(
+            self.operation, needs=("image", "last_image"), models=models
+        )
 
     def run(self, inputs: TransitionInput, control: JobControl) -> VideoOutput:
         geometry = self.model.geometry

@@ -35,7 +35,8 @@ from numpy.typing import NDArray
 from PIL import Image
 
 from models.cache import ModelCache, shared_cache
-from models.registry import ModelSpec, configured_registry
+from models.registry import ModelSpec, find_registry
+from models.settings import ModelSettings
 from pipelines.base import OutOfDeviceMemory
 from pipelines.diffusion.device import generator_for, is_out_of_memory
 from pipelines.diffusion.presets import native_size
@@ -145,9 +146,11 @@ class VideoModel:
         needs: tuple[str, ...] = (),
         spec: ModelSpec | None = None,
         cache: ModelCache | None = None,
+        models: ModelSettings | None = None,
     ) -> None:
-        self.spec = spec or configured_registry().spec(operation)
-        self.cache = cache or shared_cache()
+        models = models or ModelSettings()
+        self.spec = spec or find_registry(models).spec(operation)
+        self.cache = cache or shared_cache(models)
         with self.cache.pipeline_for(self.spec) as pipe:
             self._accepted = set(inspect.signature(pipe.__call__).parameters)
             self.geometry = geometry_for(self.spec, pipe)

