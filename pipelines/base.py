@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 from PIL import Image
 
 if TYPE_CHECKING:
-    from pipelines.styles import Extraction, Fetcher
+    from pipelines.styles import Browser, Extraction, Fetcher, ImageCheck, RenderBudget
 
 
 class Cancelled(Exception):
@@ -190,10 +190,14 @@ class TransitionPipeline(Protocol):
 class ExtractStyleInput:
     """Read a brand style from the website at `url`; every document it needs comes through
     `fetcher` (the worker's, with the project's fetch policy): the pipeline opens no
-    connection itself."""
+    connection itself. Brand images are kept only when `check` names their real type. The
+    worker lends its `browser` (None: read the page as text) and the `budget` a render gets."""
 
     url: str
     fetcher: Fetcher
+    check: ImageCheck
+    browser: Browser | None = None
+    budget: RenderBudget | None = None
 
 
 @runtime_checkable

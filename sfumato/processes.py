@@ -131,12 +131,15 @@ def run_worker(
         log.info("probes and metrics on port %d", probes.port)
     celery = worker_celery(settings, runner, pool)
     celery.set_default()
-    celery.Worker(
-        queues=[broker_queue(settings.namespace, queue)],
-        concurrency=concurrency or pool.concurrency,
-        pool_cls="workers.pool:AppThreadPool",
-        hostname=f"{queue}@{socket.gethostname()}",
-        without_mingle=True,
-        without_gossip=True,
-        loglevel=log_level.upper(),
-    ).start()
+    try:
+        celery.Worker(
+            queues=[broker_queue(settings.namespace, queue)],
+            concurrency=concurrency or pool.concurrency,
+            pool_cls="workers.pool:AppThreadPool",
+            hostname=f"{queue}@{socket.gethostname()}",
+            without_mingle=True,
+            without_gossip=True,
+            loglevel=log_level.upper(),
+        ).start()
+    finally:
+        runner.close()

@@ -21,8 +21,10 @@ import psycopg
 import pytest
 import redis
 
+from pipelines.styles import Browser, Fetcher
 from tests.support.s3 import s3_server
 from tests.support.service import TEST_PIPELINES, Mode, Service, running_service
+from tests.support.styles import loopback_fetcher, session_browser, site_server
 
 POSTGRES_URL = os.environ.get("SFUMATO_TEST_POSTGRES_URL")
 REDIS_URL = os.environ.get("SFUMATO_TEST_REDIS_URL")
@@ -79,9 +81,15 @@ def distributed_mode(database_url: str, broker_url: str) -> Mode:
 
 
 def s3_mode(storage_url: str) -> Mode:
-    """Embedded with media in S3, and the fetcher allowed to reach this machine's test web
-    servers (SFUMATO_FETCH_ALLOW)."""
-    env = {**COMMON_ENV, "SFUMATO_STORAGE_URL": storage_url, "SFUMATO_FETCH_ALLOW": "127.0.0.1"}
+    """Embedded with media in S3, the fetcher allowed to reach this machine's test web servers
+    (SFUMATO_FETCH_ALLOW), and a short render budget for style extraction (the fixture sites
+    render in 1-2 s; the hung one is cut off sooner)."""
+    env = {
+        **COMMON_ENV,
+        "SFUMATO_STORAGE_URL": storage_url,
+        "SFUMATO_FETCH_ALLOW": "127.0.0.1",
+        "SFUMATO_STYLE_RENDER_SECONDS": "8",
+    }
     return Mode("s3", env, separate_workers=False)
 
 
@@ -105,3 +113,28 @@ def service(
 @pytest.fixture
 def key(service: Service) -> str:
     return service.new_key()
+
+
+@pytest.fixture(scope="session")
+def chromium() -> Iterator[Browser]:
+    """Headless Chromium, one for the whole test session (tests/support/styles.py)."""
+    yield from session_browser()
+
+
+@pytest.fixture(scope="session")
+def base_url() -> Iterator[str]:
+    """The fixture sites of tests/fixtures/sites, served on loopback."""
+    with site_server() as url:
+        yield url
+
+
+@pytest.fixture(scope="session")
+def fetcher(base_url: str) -> Iterator[Fetcher]:
+    with loopback_fetcher(base_url) as fetch:
+        yield fetch
+
+
+@pytest.fixture(params=["rendered", "text"])
+def engine(request: pytest.FixtureRequest) -> Browser | None:
+    """Each style extraction test on both engines: the browser (rendered), None (text only)."""
+    return request.getfixturevalue("chromium") if request.param == "rendered" else None

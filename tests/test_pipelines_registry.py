@@ -84,7 +84,7 @@ def test_extract_style_reads_the_site_through_the_fetcher_it_is_given() -> None:
         return Document(url, "text/html; charset=utf-8", PAGE)
 
     pipeline = PipelineRegistry().get("extract_style")
-    request = ExtractStyleInput("https://acme.example/", fetcher)
+    request = ExtractStyleInput("https://acme.example/", fetcher, check=lambda body: "image/png")
     extraction = pipeline.run(request, Control())
     assert isinstance(extraction, Extraction)
     assert extraction.style["name"] == "Acme Tea"

@@ -24,8 +24,8 @@ from core.ids import new_id
 from core.tables import Style
 from gateway.styles.schemas import StyleDetail
 from tests.support.service import Service
+from tests.support.styles import SITES, SiteHandler
 from tests.test_jobs import create, wait_done
-from tests.test_styles_extract import SITES, _SiteHandler
 
 FETCHING = pytest.mark.parametrize("service", ["s3"], indirect=True)
 BOTH_MODES = pytest.mark.parametrize("service", ["embedded", "distributed"], indirect=True)
@@ -50,7 +50,7 @@ def saved_style(service: Service, key: str, colours: list[dict[str, Any]] | None
 
 @pytest.fixture(scope="module")
 def sites() -> Iterator[str]:
-    handler = functools.partial(_SiteHandler, directory=str(SITES))
+    handler = functools.partial(SiteHandler, directory=str(SITES))
     server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     yield f"http://127.0.0.1:{server.server_address[1]}"

@@ -16,6 +16,7 @@ import numpy as np
 from core.tables import StyleAsset
 from tests.support.images import image_bytes
 from tests.support.service import Service
+from tests.support.styles import SITES
 from tests.test_jobs import create, wait_done
 from tests.test_styles_api import (  # noqa: F401 (sites is a fixture)
     BOTH_MODES,
@@ -24,7 +25,6 @@ from tests.test_styles_api import (  # noqa: F401 (sites is a fixture)
     saved_style,
     sites,
 )
-from tests.test_styles_extract import SITES
 
 FOREIGN_ID = "0190b5d2-3f1e-7c1a-8b2a-9d0e1f2a3b4c"
 
@@ -176,10 +176,11 @@ def test_extraction_seeds_the_folder_with_the_sites_brand_images(
         style_id = extracted_style(client, f"{sites}/northwind/")
         assets = client.get(f"/styles/{style_id}/assets").json()["data"]
         by_name = {asset["name"]: asset for asset in assets}
-        assert set(by_name) == {"logo.svg", "beans.png", "social.png"}
+        # The inline SVG logo is stored as the PNG the browser drew (issue 22).
+        assert set(by_name) == {"logo.png", "beans.png", "social.png"}
         assert {asset["source"] for asset in assets} == {"brand"}
         assert by_name["beans.png"]["altText"] == "Freshly roasted beans on a linen cloth"
-        assert by_name["logo.svg"]["altText"] == "Northwind logo"
+        assert by_name["logo.png"]["altText"] == "Northwind logo"
         social = httpx.get(by_name["social.png"]["url"])
         assert social.status_code == 200
         assert social.content == (SITES / "northwind" / "social.png").read_bytes()

@@ -1,82 +1,30 @@
-"""Brand style extraction (pipelines/styles) against local fixture sites served on loopback."""
+"""Brand style extraction (pipelines/styles) against local fixture sites served on loopback, each
+site read by both engines (the `engine` fixture): rendered in headless Chromium and as text (the
+fallback). The sites, their server and the fetcher are in tests/support/styles.py."""
 
 from __future__ import annotations
 
-import functools
-import threading
 import time
-from collections.abc import Iterator
-from dataclasses import dataclass
-from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
-from pathlib import Path
-from urllib.parse import urlsplit
 
-import httpx
 import pytest
 
 from gateway.styles.schemas import StyleDetail
-from pipelines.styles import Extraction, Fetcher, SiteUnavailable, extract_style
-
-SITES = Path(__file__).parent / "fixtures" / "sites"
-REDIRECTS = {"/moved/": "/relocated/"}
+from pipelines.styles import Browser, Extraction, Fetcher, SiteUnavailable, extract_style
+from tests.support.styles import image_type
 
 
-class _SiteHandler(SimpleHTTPRequestHandler):
-    def do_GET(self) -> None:
-        if self.path in REDIRECTS:
-            self.send_response(301)
-            self.send_header("Location", REDIRECTS[self.path])
-            self.end_headers()
-            return
-        super().do_GET()
-
-    def log_message(self, format: str, *args: object) -> None:
-        """Quiet: the test output is about styles, not requests."""
-
-
-@dataclass(frozen=True)
-class _Document:
-    url: str
-    content_type: str | None
-    body: bytes
-
-
-@pytest.fixture(scope="module")
-def base_url() -> Iterator[str]:
-    handler = functools.partial(_SiteHandler, directory=str(SITES))
-    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}"
-    server.shutdown()
-    server.server_close()
-
-
-@pytest.fixture(scope="module")
-def fetcher(base_url: str) -> Iterator[Fetcher]:
-    """Test-only fetcher: follows redirects, refuses anything but the loopback fixture server."""
-    allowed = urlsplit(base_url).netloc
-    with httpx.Client(follow_redirects=True, timeout=5) as client:
-
-        def fetch(url: str) -> _Document:
-            if urlsplit(url).netloc != allowed:
-                raise ConnectionRefusedError(f"{url} is outside the fixture server")
-            response = client.get(url)
-            response.raise_for_status()
-            return _Document(
-                str(response.url), response.headers.get("content-type"), response.content
-            )
-
-        yield fetch
-
-
-def _extract(base_url: str, fetcher: Fetcher, path: str) -> Extraction:
+def _extract(base_url: str, fetcher: Fetcher, path: str, engine: Browser | None) -> Extraction:
     started = time.perf_counter()
-    extraction = extract_style(base_url + path, fetcher)
+    extraction = extract_style(base_url + path, fetcher, image_type, engine)
     elapsed = time.perf_counter() - started
-    print(f"{path}: {elapsed * 1000:.0f} ms")
+    print(f"{path} ({extraction.engine}): {elapsed * 1000:.0f} ms")
+    assert extraction.engine == ("text" if engine is None else "rendered")
     StyleDetail.model_validate(extraction.style)
     return extraction
+
+
+def _is_png(data: bytes) -> bool:
+    return data.startswith(b"\x89PNG\r\n\x1a\n")
 
 
 def _by_role(extraction: Extraction) -> dict[str, str]:
@@ -87,8 +35,10 @@ def _fonts(extraction: Extraction) -> dict[str, dict[str, object]]:
     return {item["role"]: item for item in extraction.style["typography"]}
 
 
-def test_css_variables_google_fonts_and_inline_svg_logo(base_url: str, fetcher: Fetcher) -> None:
-    extraction = _extract(base_url, fetcher, "/northwind/")
+def test_css_variables_google_fonts_and_inline_svg_logo(
+    base_url: str, fetcher: Fetcher, engine: Browser | None
+) -> None:
+    extraction = _extract(base_url, fetcher, "/northwind/", engine)
     style = extraction.style
     assert style["name"] == "Northwind Coffee"
     assert style["tagline"] == "Coffee worth waking up for"
@@ -103,7 +53,8 @@ def test_css_variables_google_fonts_and_inline_svg_logo(base_url: str, fetcher: 
     assert fonts["heading"]["weight"] == "bold"
     assert fonts["body"]["fontFamily"] == "Inter"
     assert extraction.logo is not None and extraction.logo.url is None
-    assert extraction.logo.body.startswith(b"<svg")
+    # The inline SVG logo, rasterised (issue 22: never its markup, which could carry script).
+    assert extraction.logo.content_type == "image/png" and _is_png(extraction.logo.body)
     assert style["logoUrl"] is None
     hero, social = extraction.images
     assert (hero.role, hero.url) == ("hero", base_url + "/northwind/beans.png")
@@ -116,8 +67,10 @@ def test_css_variables_google_fonts_and_inline_svg_logo(base_url: str, fetcher: 
     assert 3 <= len(style["tone"]) <= 6
 
 
-def test_utility_classes_weigh_what_the_page_uses(base_url: str, fetcher: Fetcher) -> None:
-    extraction = _extract(base_url, fetcher, "/utility/")
+def test_utility_classes_weigh_what_the_page_uses(
+    base_url: str, fetcher: Fetcher, engine: Browser | None
+) -> None:
+    extraction = _extract(base_url, fetcher, "/utility/", engine)
     style = extraction.style
     assert style["name"] == "Launchpad"
     roles = _by_role(extraction)
@@ -125,8 +78,12 @@ def test_utility_classes_weigh_what_the_page_uses(base_url: str, fetcher: Fetche
     assert roles["background"] == "#FFFFFF"
     assert roles["text"] == "#0F172A"
     hexes = [c["hex"] for c in style["colours"] if c["type"] == "solid"]
-    # Utilities no element uses rank below every colour the page shows.
-    assert hexes.index("#F43F5E") > hexes.index("#475569")
+    # Utilities no element uses rank below every colour the page shows (the browser never shows
+    # them at all).
+    if engine is None:
+        assert hexes.index("#F43F5E") > hexes.index("#475569")
+    else:
+        assert "#F43F5E" not in hexes and "#475569" in hexes
     fonts = _fonts(extraction)
     assert fonts["heading"] == {
         "fontFamily": "Cal Sans",
@@ -140,8 +97,10 @@ def test_utility_classes_weigh_what_the_page_uses(base_url: str, fetcher: Fetche
     assert "technical" in style["tone"]
 
 
-def test_inline_styles_named_colours_and_no_logo(base_url: str, fetcher: Fetcher) -> None:
-    extraction = _extract(base_url, fetcher, "/inline/")
+def test_inline_styles_named_colours_and_no_logo(
+    base_url: str, fetcher: Fetcher, engine: Browser | None
+) -> None:
+    extraction = _extract(base_url, fetcher, "/inline/", engine)
     style = extraction.style
     assert style["name"] == "Meadow & Moss"
     assert style["description"].startswith("Houseplants")  # og:description
@@ -158,8 +117,10 @@ def test_inline_styles_named_colours_and_no_logo(base_url: str, fetcher: Fetcher
     assert "sustainable" in style["tone"]
 
 
-def test_gradients_imports_and_font_face(base_url: str, fetcher: Fetcher) -> None:
-    extraction = _extract(base_url, fetcher, "/aurora/")
+def test_gradients_imports_and_font_face(
+    base_url: str, fetcher: Fetcher, engine: Browser | None
+) -> None:
+    extraction = _extract(base_url, fetcher, "/aurora/", engine)
     style = extraction.style
     assert style["name"] == "Aurora Studio"
     assert style["tagline"] == "Design that glows"  # og:title, as the h1 repeats the name
@@ -185,8 +146,10 @@ def test_gradients_imports_and_font_face(base_url: str, fetcher: Fetcher) -> Non
     assert "dark" in style["aesthetic"] and "gradient" in style["aesthetic"]
 
 
-def test_google_fonts_font_shorthand_and_touch_icon(base_url: str, fetcher: Fetcher) -> None:
-    extraction = _extract(base_url, fetcher, "/grotesk/")
+def test_google_fonts_font_shorthand_and_touch_icon(
+    base_url: str, fetcher: Fetcher, engine: Browser | None
+) -> None:
+    extraction = _extract(base_url, fetcher, "/grotesk/", engine)
     style = extraction.style
     assert style["name"] == "Peakline"  # application-name
     roles = _by_role(extraction)
@@ -207,8 +170,10 @@ def test_google_fonts_font_shorthand_and_touch_icon(base_url: str, fetcher: Fetc
     assert "adventurous" in style["tone"]
 
 
-def test_redirect_resolves_against_the_final_url(base_url: str, fetcher: Fetcher) -> None:
-    extraction = _extract(base_url, fetcher, "/moved/")
+def test_redirect_resolves_against_the_final_url(
+    base_url: str, fetcher: Fetcher, engine: Browser | None
+) -> None:
+    extraction = _extract(base_url, fetcher, "/moved/", engine)
     style = extraction.style
     assert style["url"] == base_url + "/relocated/"
     assert style["name"] == "Harbor Bank"
@@ -223,15 +188,19 @@ def test_redirect_resolves_against_the_final_url(base_url: str, fetcher: Fetcher
     assert style["logoUrl"] == base_url + "/relocated/logo.svg"
 
 
-def test_a_bare_page_still_gives_a_valid_style(base_url: str, fetcher: Fetcher) -> None:
-    style = _extract(base_url, fetcher, "/bare/").style
+def test_a_bare_page_still_gives_a_valid_style(
+    base_url: str, fetcher: Fetcher, engine: Browser | None
+) -> None:
+    style = _extract(base_url, fetcher, "/bare/", engine).style
     assert style["colours"] == [] and style["typography"] == []
     assert style["name"] == "127.0.0.1"
     assert style["logoUrl"] is None and style["tagline"] is None
 
 
-def test_an_unfetchable_site_says_why(base_url: str, fetcher: Fetcher) -> None:
+def test_an_unfetchable_site_says_why(
+    base_url: str, fetcher: Fetcher, engine: Browser | None
+) -> None:
     with pytest.raises(SiteUnavailable, match="could not be fetched"):
-        extract_style(base_url + "/missing/", fetcher)
+        extract_style(base_url + "/missing/", fetcher, image_type, engine)
     with pytest.raises(SiteUnavailable, match="not an HTML page"):
-        extract_style(base_url + "/relocated/style.css", fetcher)
+        extract_style(base_url + "/relocated/style.css", fetcher, image_type, engine)

@@ -22,14 +22,8 @@ from pipelines.styles import (
     rank_by_similarity,
     validate_style,
 )
-from pipelines.styles.css import (
-    Rgb,
-    colours_in,
-    custom_properties,
-    gradients_in,
-    parse_rules,
-    resolve_vars,
-)
+from pipelines.styles.colours import Rgb, colours_in, gradients_in
+from pipelines.styles.css import custom_properties, parse_rules, resolve_vars
 from pipelines.styles.palette import PaletteBuilder, colour_name, distance
 
 

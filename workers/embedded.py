@@ -85,3 +85,4 @@ class EmbeddedWorkers:
                 log.warning("the %s worker did not stop in time; leaving it", running.queue)
         self._running.clear()
         worker_state.should_terminate = None
+        self.runner.close()

@@ -41,12 +41,16 @@ class JobRunner:
         batcher.listeners.append(metrics.batch_ran)
         self.operations = Operations(services, pipelines, batcher)
         self.store = OutputStore(services, lifecycle)
-        self.style_extraction = StyleExtraction(services, self.store)
+        self.style_extraction = StyleExtraction(services, pipelines, self.store)
         self.settlement = Settlement(lifecycle, self.store)
         count_model_cache_lookups(pipelines)
 
     def warm_up(self, queues: Sequence[str]) -> None:
         warm_up(self.pipelines, queues)
+
+    def close(self) -> None:
+        """Release what the runner holds for the process (the browser) as the worker stops."""
+        self.style_extraction.close()
 
     def run(self, job_id: str) -> None:
         claim = claim_job(self.lifecycle, job_id)

@@ -1,8 +1,17 @@
 """Brand style extraction from a website, and the embedding blocks of style asset search.
 
-Pure library: documents come in through a `Fetcher`, plain dicts go out. No HTTP server,
-queue or database here; the worker wires those."""
+Pure library: documents come in through a `Fetcher`, plain dicts go out; a `Browser` (headless
+Chromium) renders pages when the caller has one. No HTTP server, queue or database here; the
+worker wires those."""
 
+from pipelines.styles.browser import (
+    Browser,
+    BrowserCrashed,
+    BrowserUnavailable,
+    RenderBudget,
+    find_chromium,
+    shared_browser,
+)
 from pipelines.styles.embeddings import (
     AssetFacts,
     describe_asset,
@@ -10,8 +19,10 @@ from pipelines.styles.embeddings import (
     embed_texts,
     rank_by_similarity,
 )
-from pipelines.styles.extract import BrandImage, Extraction, extract_style
+from pipelines.styles.extract import Extraction, extract_style
+from pipelines.styles.images import BrandImage, ImageCheck
 from pipelines.styles.palette import image_colours, image_shape
+from pipelines.styles.rendered import RenderFailed
 from pipelines.styles.schema import STYLE_DETAIL_SCHEMA, InvalidStyle, validate_style
 from pipelines.styles.sources import FetchedDocument, Fetcher, SiteUnavailable
 from pipelines.styles.tone import detect_tone
@@ -20,18 +31,26 @@ __all__ = [
     "STYLE_DETAIL_SCHEMA",
     "AssetFacts",
     "BrandImage",
+    "Browser",
+    "BrowserCrashed",
+    "BrowserUnavailable",
     "Extraction",
     "FetchedDocument",
     "Fetcher",
+    "ImageCheck",
     "InvalidStyle",
+    "RenderBudget",
+    "RenderFailed",
     "SiteUnavailable",
     "describe_asset",
     "describe_image",
     "detect_tone",
     "embed_texts",
     "extract_style",
+    "find_chromium",
     "image_colours",
     "image_shape",
     "rank_by_similarity",
+    "shared_browser",
     "validate_style",
 ]

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from models.once import Once
-from pipelines.styles.css import colours_in
+from pipelines.styles.colours import colours_in
 from pipelines.styles.palette import colour_name, image_colours, image_shape
 
 EMBEDDING_DIMENSIONS = 384

@@ -9,11 +9,12 @@ from collections import Counter, defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import lru_cache
+from typing import Any
 
 import numpy as np
 from PIL import Image
 
-from pipelines.styles.css import Rgb, colours_in
+from pipelines.styles.colours import Rgb, colours_in
 
 # OKLab distance under which two colours read as the same brand colour.
 MERGE_DISTANCE = 0.045
@@ -21,24 +22,39 @@ CHROMATIC = 0.04
 MAX_SOLIDS = 8
 MAX_MERGED = 200
 MAX_IMAGE_PIXELS = 40_000_000
+# How much one use of a colour weighs, by where it is used; both paths use these.
+BASE_WEIGHT = {"background": 3.0, "text": 2.0, "border": 1.0, "fill": 1.0}
+# Elements that are buttons by their classes or role (`btn`, `button-primary`, `cta`).
+BUTTONISH = re.compile(r"\b(btn|button|cta)\b|btn-|button-|cta-", re.IGNORECASE)
 
 
-def _linear(channel: int) -> float:
-    c = channel / 255
-    return c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4
+_TO_LMS = np.array(
+    [
+        [0.4122214708, 0.5363325363, 0.0514459929],
+        [0.2119034982, 0.6806995451, 0.1073969566],
+        [0.0883024619, 0.2817188376, 0.6299787005],
+    ]
+)
+_TO_LAB = np.array(
+    [
+        [0.2104542553, 0.7936177850, -0.0040720468],
+        [1.9779984951, -2.4285922050, 0.4505937099],
+        [0.0259040371, 0.7827717662, -0.8086757660],
+    ]
+)
+
+
+def oklab_many(rgb: np.ndarray) -> np.ndarray:
+    """OKLab (L, a, b) of an (n, 3) array of 0-255 sRGB colours."""
+    channels = np.asarray(rgb, dtype=np.float64) / 255
+    linear = np.where(channels <= 0.04045, channels / 12.92, ((channels + 0.055) / 1.055) ** 2.4)
+    return np.asarray(np.cbrt(linear @ _TO_LMS.T) @ _TO_LAB.T)
 
 
 @lru_cache(maxsize=4096)
 def oklab(colour: Rgb) -> tuple[float, float, float]:
-    r, g, b = _linear(colour.red), _linear(colour.green), _linear(colour.blue)
-    l_ = (0.4122214708 * r + 0.5363325363 * g + 0.0514459929 * b) ** (1 / 3)
-    m_ = (0.2119034982 * r + 0.6806995451 * g + 0.1073969566 * b) ** (1 / 3)
-    s_ = (0.0883024619 * r + 0.2817188376 * g + 0.6299787005 * b) ** (1 / 3)
-    return (
-        0.2104542553 * l_ + 0.7936177850 * m_ - 0.0040720468 * s_,
-        1.9779984951 * l_ - 2.4285922050 * m_ + 0.4505937099 * s_,
-        0.0259040371 * l_ + 0.7827717662 * m_ - 0.8086757660 * s_,
-    )
+    lightness, a, b = oklab_many(np.array([[colour.red, colour.green, colour.blue]]))[0]
+    return float(lightness), float(a), float(b)
 
 
 def distance(first: Rgb, second: Rgb) -> float:
@@ -128,6 +144,11 @@ class PaletteBuilder:
             target.hints |= use.hints
         return sorted(merged, key=lambda s: -s.weight)
 
+    def heaviest(self, usage: str) -> Rgb | None:
+        """The colour used most in one way (`background`), near-duplicates merged."""
+        used = [swatch for swatch in self.swatches if swatch.usage[usage] > 0]
+        return max(used, key=lambda swatch: swatch.usage[usage]).colour if used else None
+
     def solids(self) -> list[dict[str, str]]:
         ranked = self.swatches[:MAX_SOLIDS]
         roles = _assign_roles(ranked)
@@ -144,36 +165,89 @@ class PaletteBuilder:
         return items
 
 
-_HINT_ROLES = ("primary", "secondary", "accent")
+# Roles a custom property's name can give its colour, in the order they are handed out.
+HINT_ROLES = ("background", "text", "primary", "secondary", "accent")
+_BRAND_ROLES = ("primary", "secondary", "accent")
+# The role words of custom property names. `brand` is not one: `--brand-paper` is the brand's
+# paper (a background), `--brand-accent` its accent; `--color-brand` alone names no role.
+_ROLE_WORDS = {
+    "background": "background",
+    "bg": "background",
+    "paper": "background",
+    "surface": "background",
+    "canvas": "background",
+    "backdrop": "background",
+    "text": "text",
+    "ink": "text",
+    "foreground": "text",
+    "fg": "text",
+    "primary": "primary",
+    "secondary": "secondary",
+    "accent": "accent",
+    "highlight": "accent",
+}
+# Words that scope a property to one component (`--button-bg`): its background or text is not
+# the page's, so such a name only gives a brand role (`--button-primary`).
+_COMPONENT_WORDS = {"button", "btn", "cta", "link", "nav", "card", "header", "footer", "badge"}
+
+
+def role_hint(property_name: str) -> str | None:
+    """The role a custom property's name gives its colour, from the name's role word:
+    `--brand-accent` accent, `--brand-paper` background, `--brand-ink` text, `--color-primary`
+    primary. Surface and ink words win over rank words (`--bg-primary` is a background,
+    `--text-primary` the main text colour); words after `on` describe what the colour sits on
+    (`--on-primary` is no primary); `brand` alone names no role."""
+    spaced = re.sub(r"([a-z0-9])([A-Z])", r"\1-\2", property_name)  # camelCase names
+    words = [word for word in re.split(r"[^a-z0-9]+", spaced.lower()) if word]
+    if "on" in words:
+        words = words[: words.index("on")]
+    roles = [_ROLE_WORDS[word] for word in words if word in _ROLE_WORDS]
+    if _COMPONENT_WORDS.intersection(words):
+        roles = [role for role in roles if role in _BRAND_ROLES] or []
+    for kinds in (("background", "text"), ("accent",), ("primary", "secondary")):
+        found = [role for role in roles if role in kinds]
+        if found:
+            return found[-1]
+    return None
 
 
 def _assign_roles(swatches: list[Swatch]) -> dict[int, str]:
-    """Background and text by where they are used, brand roles by chroma and usage on buttons,
-    links and the logo; named custom properties (`--primary`) take precedence."""
+    """Roles named by custom properties first (`--brand-paper` background, `--brand-accent`
+    accent), then background and text by where colours are used, then the missing brand roles by
+    chroma and use on buttons, links and the logo; the rest neutral or supporting."""
     roles: dict[int, str] = {}
     free = list(swatches)
 
-    def take(role: str, candidates: list[Swatch], score: Callable[[Swatch], float]) -> None:
+    def take(role: str, candidates: list[Swatch], score: Callable[[Swatch], Any]) -> None:
         if not candidates:
             return
         best = max(candidates, key=score)
         roles[id(best)] = role
         free.remove(best)
 
-    for role in _HINT_ROLES:
-        take(role, [s for s in free if role in s.hints], lambda s: s.weight)
-    take(
-        "background",
-        [s for s in free if s.usage["background"] > 0],
-        lambda s: s.usage["background"],
-    )
-    take("text", [s for s in free if s.usage["text"] > 0], lambda s: s.usage["text"])
+    for role in HINT_ROLES:
+        # Of two colours named for one role (`--surface`, `--surface-raised`), the one used
+        # most in that role; for brand roles the heavier.
+
+        def by_use(swatch: Swatch, role: str = role) -> tuple[float, float]:
+            used = swatch.usage[role] if role in ("background", "text") else 0.0
+            return used, swatch.weight
+
+        take(role, [s for s in free if role in s.hints], by_use)
+    if "background" not in roles.values():
+        take(
+            "background",
+            [s for s in free if s.usage["background"] > 0],
+            lambda s: s.usage["background"],
+        )
+    if "text" not in roles.values():
+        take("text", [s for s in free if s.usage["text"] > 0], lambda s: s.usage["text"])
     brandish = [s for s in free if chroma(s.colour) >= CHROMATIC]
 
     def brand_score(s: Swatch) -> float:
         return s.weight + 2 * (s.usage["button"] + s.usage["link"] + s.usage["logo"])
 
-    for role in _HINT_ROLES:
+    for role in _BRAND_ROLES:
         if role not in roles.values():
             take(role, [s for s in brandish if s in free], brand_score)
     for swatch in free:
@@ -181,20 +255,10 @@ def _assign_roles(swatches: list[Swatch]) -> dict[int, str]:
     return roles
 
 
-def role_hint(property_name: str) -> str | None:
-    """`--color-primary`, `--brand` and the like name their role."""
-    lowered = property_name.lower()
-    if re.search(r"primary|brand", lowered):
-        return "primary"
-    if "secondary" in lowered:
-        return "secondary"
-    if re.search(r"accent|highlight", lowered):
-        return "accent"
-    return None
-
-
 def image_colours(data: bytes, content_type: str | None, count: int = 3) -> list[Rgb]:
-    """Dominant colours of a raster image (quantised on a thumbnail) or of an SVG's fills."""
+    """Dominant colours of a raster image, quantised on a thumbnail (each the most frequent exact
+    colour of its cluster, so a flat logo gives its own colours, not blends of its edges), or of
+    an SVG's fills (brand images are rasterised now, but media stored before may be SVG)."""
     if (content_type and "svg" in content_type) or data.lstrip()[:5] in (b"<svg ", b"<?xml"):
         text = data.decode("utf-8", errors="replace")
         values = re.findall(r"(?:fill|stroke|stop-color|color)\s*[:=]\s*\"?([^;\"'>]+)", text)
@@ -208,16 +272,22 @@ def image_colours(data: bytes, content_type: str | None, count: int = 3) -> list
             rgba = image.convert("RGBA")
     except (OSError, ValueError, Image.DecompressionBombError):
         return []
-    rgba.thumbnail((96, 96))
+    rgba.thumbnail((96, 96), Image.Resampling.NEAREST)
     pixels = np.asarray(rgba)
-    opaque_pixels = pixels[pixels[..., 3] >= 128][:, :3]
+    opaque_pixels = np.ascontiguousarray(pixels[pixels[..., 3] >= 128][:, :3])
     if not len(opaque_pixels):
         return []
-    opaque = Image.fromarray(np.ascontiguousarray(opaque_pixels.reshape(1, -1, 3)), "RGB")
+    opaque = Image.fromarray(opaque_pixels.reshape(1, -1, 3), "RGB")
     quantised = opaque.quantize(colors=count + 2, method=Image.Quantize.MEDIANCUT)
-    palette = quantised.getpalette() or []
-    ranked = sorted(quantised.getcolors() or [], reverse=True)
-    return [Rgb(*palette[int(i) * 3 : int(i) * 3 + 3]) for _, i in ranked[:count]]  # type: ignore[call-overload]
+    clusters = np.asarray(quantised).reshape(-1)
+    wide = opaque_pixels.astype(np.int64)
+    packed = (wide[:, 0] << 16) | (wide[:, 1] << 8) | wide[:, 2]
+    found: list[tuple[int, Rgb]] = []
+    for cluster in np.unique(clusters):
+        members, frequencies = np.unique(packed[clusters == cluster], return_counts=True)
+        top = int(members[np.argmax(frequencies)])
+        found.append((int(frequencies.sum()), Rgb(top >> 16, (top >> 8) & 255, top & 255)))
+    return [colour for _, colour in sorted(found, key=lambda item: -item[0])[:count]]
 
 
 def image_shape(data: bytes) -> tuple[int, int] | None:

@@ -1,15 +1,12 @@
-"""Heading and body fonts: the computed `font-family` of the page's headings and body text, with
-the families the site loads (Google Fonts links, `@font-face`) preferred over system stacks."""
+"""Heading and body fonts: the computed `font-family` of the page's headings and body text (from
+the browser, or from the text-only path's cascade), with the families the site loads (Google
+Fonts links, `@font-face`, the Font Loading API) preferred over system stacks."""
 
 from __future__ import annotations
 
-import re
 from urllib.parse import parse_qs, urlsplit
 
-import tinycss2
-from selectolax.lexbor import LexborHTMLParser, LexborNode
-
-from pipelines.styles.css import Rule, declarations, resolve_vars, selector_matches
+from selectolax.lexbor import LexborHTMLParser
 
 GENERIC_FAMILIES = {
     "serif",
@@ -31,7 +28,6 @@ GENERIC_FAMILIES = {
     "initial",
     "unset",
 }
-INHERITED = ("font-family", "font-weight", "text-transform")
 
 
 def google_font_families(html: LexborHTMLParser) -> list[str]:
@@ -71,61 +67,6 @@ def pick_family(value: str, loaded: list[str]) -> str | None:
     return families[-1] if families else None
 
 
-_FONT_SIZE = (
-    r"(?:\d[\d.]*(?:px|r?em|%|pt|vw|vh|vmin|vmax|ch|ex)"
-    r"|(?:xx?-)?(?:small|medium|large)|larger|smaller)(?:/\S+)?"
-)
-_FONT_SHORTHAND = re.compile(rf"^(.*?)(?:^|\s){_FONT_SIZE}\s+(.+)$")
-
-
-def _font_shorthand(value: str) -> dict[str, str]:
-    """`font: 700 2rem/1.2 "Inter", sans-serif` -> weight and family."""
-    found = _FONT_SHORTHAND.match(value.strip())
-    if not found:
-        return {}
-    result = {"font-family": found.group(2)}
-    weight = re.search(r"\b(bold|bolder|lighter|[1-9]00)\b", found.group(1))
-    if weight:
-        result["font-weight"] = weight.group(1)
-    return result
-
-
-def computed(node: LexborNode, rules: list[Rule], variables: dict[str, str]) -> dict[str, str]:
-    """The inherited font properties of a node: ancestors first, then matching rules in
-    specificity-then-source order, then its own `style=` attribute."""
-    chain: list[LexborNode] = []
-    current: LexborNode | None = node
-    while current is not None and current.tag not in ("-undef", "#document", None):
-        chain.append(current)
-        current = current.parent
-    values: dict[str, str] = {}
-    for element in reversed(chain):
-        matched = [rule for rule in rules if selector_matches(rule.selector, element)]
-        matched.sort(key=lambda rule: (_specificity(rule.selector), rule.order))
-        layers = [rule.declarations for rule in matched]
-        layers.append(declarations_of_attribute(element))
-        for decls in layers:
-            if "font" in decls:
-                values.update(_font_shorthand(resolve_vars(decls["font"], variables)))
-            for name in INHERITED:
-                if name in decls:
-                    values[name] = resolve_vars(decls[name], variables)
-    return values
-
-
-def declarations_of_attribute(node: LexborNode) -> dict[str, str]:
-    style = node.attributes.get("style") or ""
-    return declarations(tinycss2.parse_component_value_list(style)) if style else {}
-
-
-def _specificity(selector: str) -> tuple[int, int, int]:
-    return (
-        selector.count("#"),
-        selector.count(".") + selector.count("[") + selector.count(":"),
-        len(re.findall(r"(?:^|[\s>+~])[a-zA-Z]", selector)),
-    )
-
-
 def weight_name(value: str | None) -> str | None:
     if not value:
         return None
@@ -152,24 +93,16 @@ DEFAULT_WEIGHTS = {"heading": "bold", "body": "regular"}
 
 
 def typography(
-    html: LexborHTMLParser,
-    rules: list[Rule],
-    variables: dict[str, str],
-    font_faces: list[dict[str, str]],
+    fonts_by_role: dict[str, dict[str, str]], loaded: list[str]
 ) -> list[dict[str, str | None]]:
-    loaded = google_font_families(html) + font_face_families(font_faces)
-    # Only rules that set a font property matter here; sites ship thousands of others.
-    font_rules = [
-        rule for rule in rules if any(name in rule.declarations for name in ("font", *INHERITED))
-    ]
+    """The style's typography items from the computed font properties (`font-family`,
+    `font-weight`, `text-transform`) of the heading and of the body text."""
     items: list[dict[str, str | None]] = []
-    heading = next(iter(html.css("h1, h2, h3, [role=heading]")), None)
-    body = next(iter(html.css("main p, p, body")), None)
-    for role, node in (("heading", heading), ("body", body)):
-        values = computed(node, font_rules, variables) if node is not None else {}
+    for role in ("heading", "body"):
+        values = fonts_by_role.get(role, {})
         family = pick_family(values.get("font-family", ""), loaded)
         if family is None and loaded:
-            # A loaded font the cascade did not reveal: headings take the first, body the last.
+            # A loaded font the page did not reveal: headings take the first, body the last.
             family = loaded[0] if role == "heading" else loaded[-1]
         if family is None:
             continue

@@ -1,0 +1,98 @@
+"""What the style tests share: the fixture sites and their loopback server, a test fetcher, the
+session's headless Chromium and the brand image check the worker uses (fixtures in conftest.py)."""
+
+from __future__ import annotations
+
+import functools
+import os
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import httpx
+import pytest
+
+from core.settings import Settings
+from pipelines.styles import Browser, Fetcher, find_chromium, shared_browser
+from workers.style_extraction import brand_image_type
+
+SITES = Path(__file__).parents[1] / "fixtures" / "sites"
+REDIRECTS = {"/moved/": "/relocated/"}
+
+
+class SiteHandler(SimpleHTTPRequestHandler):
+    # `imagetrap` serves HTML under an image type, as a hostile site may.
+    extensions_map = {**SimpleHTTPRequestHandler.extensions_map, ".xcustom": "image/x-custom"}
+
+    def do_GET(self) -> None:
+        if self.path in REDIRECTS:
+            self.send_response(301)
+            self.send_header("Location", REDIRECTS[self.path])
+            self.end_headers()
+            return
+        super().do_GET()
+
+    def log_message(self, format: str, *args: object) -> None:
+        """Quiet: the test output is about styles, not requests."""
+
+
+@contextmanager
+def site_server() -> Iterator[str]:
+    """The fixture sites on a loopback port; yields the base URL."""
+    handler = functools.partial(SiteHandler, directory=str(SITES))
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    server.daemon_threads = True
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+@dataclass(frozen=True)
+class _Document:
+    url: str
+    content_type: str | None
+    body: bytes
+
+
+@contextmanager
+def loopback_fetcher(base_url: str) -> Iterator[Fetcher]:
+    """Test-only fetcher: follows redirects, refuses anything but the loopback fixture server."""
+    allowed = urlsplit(base_url).netloc
+    with httpx.Client(follow_redirects=True, timeout=5) as client:
+
+        def fetch(url: str) -> _Document:
+            if urlsplit(url).netloc != allowed:
+                raise ConnectionRefusedError(f"{url} is outside the fixture server")
+            response = client.get(url)
+            response.raise_for_status()
+            return _Document(
+                str(response.url), response.headers.get("content-type"), response.content
+            )
+
+        yield fetch
+
+
+# The worker's check of brand images (`core.images`), as the extraction's `ImageCheck`.
+image_type = functools.partial(brand_image_type, max_pixels=Settings().max_image_pixels)
+
+
+def session_browser() -> Iterator[Browser]:
+    """The process's browser, the one the embedded services of the tests render in too. Without
+    Chromium the browser tests are skipped, except in CI (`.ci/run` installs it), where that is
+    a failure."""
+    executable = find_chromium("")
+    if executable is None:
+        if os.environ.get("CI"):
+            pytest.fail("Chromium is not installed; .ci/run installs it (apt-get install chromium)")
+        pytest.skip("Chromium is not installed (apt-get install -y chromium)")
+    browser = shared_browser(executable, Settings().style_render_memory_mb)
+    yield browser
+    browser.close()
