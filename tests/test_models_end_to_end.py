@@ -22,8 +22,15 @@ from tests.test_videos import video_done
 
 pytestmark = pytest.mark.slow
 
-# A preset for every operation but transition, whose Wan model has no tiny stand-in yet.
-PULLED = ("sd-turbo", "instruct-pix2pix", "sdxl-inpaint", "sd-x4-upscaler", "ltx-video")
+# A preset for every operation (test_models_pull shows the builtin serving unregistered ones).
+PULLED = (
+    "sd-turbo",
+    "instruct-pix2pix",
+    "sdxl-inpaint",
+    "sd-x4-upscaler",
+    "ltx-video",
+    "wan2.1-flf2v",
+)
 
 
 @pytest.fixture(scope="module")
@@ -122,7 +129,6 @@ def test_pulled_models_serve_their_operations_and_builtin_the_rest(
         assert httpx.get(clip["url"]).content[4:8] == b"ftyp"
         assert note_of(service, animated["id"]).startswith("Lightricks/LTX-Video: 25 frames")
 
-        # No entry for transition: the builtin pipeline serves it.
         joined = video(
             client,
             "/videos/frames",
@@ -134,4 +140,7 @@ def test_pulled_models_serve_their_operations_and_builtin_the_rest(
                 "resolution": "480p",
             },
         )
-        assert "Wan" not in note_of(service, joined["id"])
+        clip = joined["result"]["video"]
+        assert (clip["width"], clip["height"]) == (480, 480)
+        assert httpx.get(clip["url"]).content[4:8] == b"ftyp"
+        assert note_of(service, joined["id"]).startswith("Wan-AI/Wan2.1-FLF2V")

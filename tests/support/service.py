@@ -79,7 +79,8 @@ class ThreadedServer:
 
     def start(self) -> None:
         self.thread.start()
-        wait_until(lambda: self.server.started, 30, "server start")
+        # A hang guard, not a timing: an embedded start warms every registered model up.
+        wait_until(lambda: self.server.started, 120, "server start")
 
     def stop(self) -> None:
         self.server.should_exit = True
