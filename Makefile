@@ -1,11 +1,12 @@
-# Sfumato: `make run` serves on http://127.0.0.1:8000, `make test` runs lint and the whole suite.
+# Sfumato: `make run` serves on http://127.0.0.1:8000, `make test` runs lint and the whole suite,
+# `make test-fast` the tests not marked slow (no lint).
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
 BIN := $(VENV)/bin
 HOST ?= 127.0.0.1
 PORT ?= 8000
 
-.PHONY: run test lint format bench install dev clean system-deps gallery
+.PHONY: run test test-fast lint format bench install dev clean system-deps gallery
 
 $(BIN)/python:
 	$(PYTHON) -c 'import sys; assert sys.version_info[:2] == (3, 11), "Python 3.11 is required"'
@@ -66,6 +67,10 @@ format: dev
 
 test: system-deps lint
 	$(BIN)/python -m pytest
+
+# The quick loop while working: no lint, and none of the tests that start real processes.
+test-fast: dev
+	$(BIN)/python -m pytest -m "not slow"
 
 bench: dev
 	$(BIN)/python -m benchmarks

@@ -50,7 +50,8 @@ class _TracedEncoder:
     search query, on the request's critical path): it runs the very same weights without
     eager PyTorch's per-operation Python, about a third faster for a short query (and steadier) on
     the development machine. One text has no padding, so mean pooling is a plain mean; the
-    result equals `SentenceTransformer.encode` to float rounding (tests/test_styles_units.py)."""
+    result equals `SentenceTransformer.encode` to float rounding
+    (tests/pipelines/test_styles_units.py)."""
 
     def __init__(self, model: Any) -> None:
         import torch

@@ -7,11 +7,18 @@ from pipelines.base import Cancelled
 
 class RecordingControl:
     """Records `(fraction, message)` for each report; raises `Cancelled` on every report when
-    `cancelled`, or on the report after the first `cancel_after` ones."""
+    `cancelled`, on the report after the first `cancel_after` ones, or on the first report of a
+    fraction above `cancel_above`."""
 
-    def __init__(self, cancel_after: int | None = None, cancelled: bool = False) -> None:
+    def __init__(
+        self,
+        cancel_after: int | None = None,
+        cancelled: bool = False,
+        cancel_above: float | None = None,
+    ) -> None:
         self.calls: list[tuple[float, str | None]] = []
         self.cancel_after = 0 if cancelled else cancel_after
+        self.cancel_above = cancel_above
 
     @property
     def fractions(self) -> list[float]:
@@ -20,4 +27,6 @@ class RecordingControl:
     def progress(self, fraction: float, message: str | None = None) -> None:
         self.calls.append((fraction, message))
         if self.cancel_after is not None and len(self.calls) > self.cancel_after:
+            raise Cancelled
+        if self.cancel_above is not None and fraction > self.cancel_above:
             raise Cancelled

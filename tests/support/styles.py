@@ -1,5 +1,6 @@
 """What the style tests share: the fixture sites and their loopback server, a test fetcher, the
-session's headless Chromium and the brand image check the worker uses (fixtures in conftest.py)."""
+session's headless Chromium and the brand image check the worker uses (fixtures in conftest.py),
+and readers of an extraction's answer."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ import httpx
 import pytest
 
 from core.settings import Settings
-from pipelines.styles import Browser, Fetcher, find_chromium, shared_browser
+from pipelines.styles import Browser, Extraction, Fetcher, find_chromium, shared_browser
 from workers.style_extraction import brand_image_type
 
 SITES = Path(__file__).parents[1] / "fixtures" / "sites"
@@ -96,3 +97,15 @@ def session_browser() -> Iterator[Browser]:
     browser = shared_browser(executable, Settings().style_render_memory_mb)
     yield browser
     browser.close()
+
+
+def is_png(data: bytes) -> bool:
+    return data.startswith(b"\x89PNG\r\n\x1a\n")
+
+
+def colours_by_role(extraction: Extraction) -> dict[str, str]:
+    return {c["role"]: c["hex"] for c in extraction.style["colours"] if c["type"] == "solid"}
+
+
+def fonts_by_role(extraction: Extraction) -> dict[str, dict[str, object]]:
+    return {item["role"]: item for item in extraction.style["typography"]}

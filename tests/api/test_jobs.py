@@ -1,0 +1,213 @@
+"""Jobs through HTTP: generate to completion, long-poll, the list, cancel."""
+
+from __future__ import annotations
+
+import io
+import re
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import httpx
+from PIL import Image
+
+from core.tables import Media
+from tests.support.http_jobs import create, status_of, wait_done
+from tests.support.service import Service, wait_until
+
+ISO_MS = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$")
+
+
+def test_generate_completes_with_pngs_of_the_promised_size(service: Service, key: str) -> None:
+    with service.client(key) as client:
+        created = create(client, "a misty pine forest at dawn", aspectRatio="16:9", variations=2)
+        assert created["type"] == "image.generate"
+        assert created["status"] == "pending"
+        assert ISO_MS.match(created["createdAt"])
+        job = client.get(f"/images/{created['id']}", params={"wait": "true"}).json()["data"]
+        assert job["status"] == "completed", job
+        images = job["result"]["images"]
+        assert len(images) == 2 and images[0]["id"] != images[1]["id"]
+        pixels = []
+        for image in images:
+            assert (image["width"], image["height"]) == (1360, 768)
+            assert image["url"].startswith("http://")
+            response = httpx.get(image["url"])  # no API key: the URL is signed
+            assert response.status_code == 200
+            decoded = Image.open(io.BytesIO(response.content))
+            assert decoded.format == "PNG"
+            assert decoded.size == (1360, 768)
+            pixels.append(decoded.convert("RGB").tobytes())
+        assert pixels[0] != pixels[1], "variations must differ"
+    assert service.balance(key) == 1000 - 4
+
+
+def test_signed_urls_refuse_tampering(service: Service, key: str) -> None:
+    with service.client(key) as client:
+        job = wait_done(client, create(client, "[sleep 0] signed")["id"])
+    url = job["result"]["images"][0]["url"]
+    assert httpx.get(url.replace("signature=", "signature=0")).status_code == 403
+    assert httpx.get(url.split("?")[0]).status_code == 403
+
+
+def test_wait_returns_promptly_on_completion_and_bad_wait_is_400(
+    service: Service, key: str
+) -> None:
+    with service.client(key) as client:
+        job = create(client, "[sleep 1] a short one")
+        started = time.monotonic()
+        done = client.get(f"/jobs/{job['id']}", params={"wait": "true"}).json()["data"]
+        elapsed = time.monotonic() - started
+        assert done["status"] == "completed"
+        assert elapsed < 5, elapsed
+        bad = client.get(f"/jobs/{job['id']}", params={"wait": "yes"})
+        assert bad.status_code == 400
+        assert "wait" in bad.json()["error"]["details"]
+        assert client.get(f"/jobs/{job['id']}", params={"wait": "false"}).status_code == 200
+
+
+def test_wait_gives_up_after_the_hold_and_returns_the_job_as_is(service: Service) -> None:
+    key = service.new_key()
+    with service.client(key) as client:
+        job = create(client, "[sleep 12] longer than the hold")
+        wait_until(lambda: status_of(client, job["id"]) == "processing", 20, "processing")
+        held = service.services.settings.wait_seconds
+        started = time.monotonic()
+        response = client.get(f"/jobs/{job['id']}", params={"wait": "true"})
+        elapsed = time.monotonic() - started
+        assert response.status_code == 200
+        assert response.json()["data"]["status"] == "processing"
+        assert held - 1 < elapsed < held + 5
+        client.post(f"/jobs/{job['id']}/cancel")
+
+
+def test_failed_job_is_refunded_and_says_why(service: Service, key: str) -> None:
+    with service.client(key) as client:
+        job = wait_done(client, create(client, "[fail] please")["id"])
+    assert job["status"] == "failed"
+    assert job["error"]["code"] == "GENERATION_FAILED"
+    assert "refunded" in job["error"]["message"]
+    assert "result" not in job
+    assert service.balance(key) == 1000
+
+
+def test_pagination_walks_120_jobs_without_gaps_or_duplicates(service: Service) -> None:
+    key = service.new_key(credits=10_000)
+    with service.client(key) as client:
+
+        def make(index: int) -> str:
+            return create(client, f"[sleep 0] job {index}", quality="low")["id"]
+
+        with ThreadPoolExecutor(8) as pool:
+            created = set(pool.map(make, range(120)))
+        seen: list[str] = []
+        cursor = None
+        pages = 0
+        while True:
+            params: dict[str, object] = {"limit": 50}
+            if cursor:
+                params["cursor"] = cursor
+            page = client.get("/jobs", params=params).json()
+            seen.extend(job["id"] for job in page["data"])
+            pages += 1
+            # A job created mid-walk is newer than the cursor: it must not show up later.
+            if pages == 1:
+                create(client, "[sleep 0] created during the walk", quality="low")
+            cursor = page["nextCursor"]
+            if cursor is None:
+                break
+        assert pages == 3
+        assert len(seen) == len(set(seen)) == 120
+        assert set(seen) == created
+        stamps = [client.get(f"/jobs/{job_id}").json()["data"]["createdAt"] for job_id in seen[:5]]
+        assert stamps == sorted(stamps, reverse=True)
+        default = client.get("/jobs").json()
+        assert len(default["data"]) == 20 and default["nextCursor"]
+        for bad in ({"limit": 0}, {"limit": 51}, {"status": "done"}, {"cursor": "garbage"}):
+            response = client.get("/jobs", params=bad)
+            assert response.status_code == 400, (bad, response.text)
+            assert set(response.json()["error"]["details"]) == set(bad)
+
+
+def test_list_filters_by_status(service: Service) -> None:
+    key = service.new_key()
+    with service.client(key) as client:
+        ok = wait_done(client, create(client, "[sleep 0] fine")["id"])
+        bad = wait_done(client, create(client, "[fail] broken")["id"])
+        failed = client.get("/jobs", params={"status": "failed"}).json()["data"]
+        completed = client.get("/jobs", params={"status": "completed"}).json()["data"]
+    assert [job["id"] for job in failed] == [bad["id"]]
+    assert [job["id"] for job in completed] == [ok["id"]]
+
+
+def test_cancel_pending_job_refunds_in_full_and_it_never_runs(service: Service) -> None:
+    blocker_key = service.new_key()
+    key = service.new_key()
+    slots = service.services.config.queues.image.concurrency
+    with service.client(blocker_key) as blocker, service.client(key) as client:
+        blockers = [create(blocker, "[sleep 3] blocker")["id"] for _ in range(slots)]
+        wait_until(
+            lambda: all(status_of(blocker, job) == "processing" for job in blockers),
+            20,
+            "blockers running",
+        )
+        job = create(client, "[sleep 0] waits in the queue")
+        assert status_of(client, job["id"]) == "pending"
+        cancelled = client.post(f"/jobs/{job['id']}/cancel")
+        assert cancelled.status_code == 200
+        data = cancelled.json()["data"]
+        assert data["status"] == "failed"
+        assert data["error"] == {"code": "GENERATION_FAILED", "message": "Job cancelled"}
+        assert service.balance(key) == 1000
+        for blocker_id in blockers:
+            wait_done(blocker, blocker_id)
+        time.sleep(0.5)
+        assert client.get(f"/jobs/{job['id']}").json()["data"] == data
+        again = client.post(f"/jobs/{job['id']}/cancel").json()["data"]
+        assert again == data
+    assert service.balance(key) == 1000
+
+
+def test_cancel_processing_job_keeps_one_credit_and_discards_output(
+    service: Service, key: str
+) -> None:
+    with service.client(key) as client:
+        job = create(client, "[sleep 5] long", variations=2)
+        wait_until(lambda: status_of(client, job["id"]) == "processing", 20, "processing")
+        cancelled = client.post(f"/jobs/{job['id']}/cancel").json()["data"]
+        assert cancelled["status"] == "failed"
+        assert cancelled["error"]["message"] == "Job cancelled"
+        time.sleep(1.5)
+        assert client.get(f"/jobs/{job['id']}").json()["data"]["status"] == "failed"
+    assert service.balance(key) == 1000 - 1
+    with service.services.db.read() as session:
+        assert session.query(Media).filter(Media.job_id == job["id"]).count() == 0
+
+
+def test_cancel_completed_job_returns_it_unchanged(service: Service, key: str) -> None:
+    with service.client(key) as client:
+        done = wait_done(client, create(client, "[sleep 0] quick")["id"])
+        again = client.post(f"/jobs/{done['id']}/cancel")
+        assert again.status_code == 200
+        assert again.json()["data"]["status"] == "completed"
+    assert service.balance(key) == 1000 - 2
+
+
+def test_many_held_long_polls_all_wake(service: Service, key: str) -> None:
+    with service.client(key) as client:
+        job = create(client, "[sleep 1.5] watched")
+    results: list[str] = []
+    lock = threading.Lock()
+
+    def hold() -> None:
+        with service.client(key) as own:
+            status = own.get(f"/jobs/{job['id']}", params={"wait": "true"}).json()["data"]
+        with lock:
+            results.append(status["status"])
+
+    threads = [threading.Thread(target=hold) for _ in range(40)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(30)
+    assert results == ["completed"] * 40

@@ -1,0 +1,148 @@
+"""Faults lose no accepted job and no credit: restarts, killed workers, unpublished jobs."""
+
+from __future__ import annotations
+
+import signal
+from pathlib import Path
+
+import httpx
+import pytest
+from sqlalchemy import update
+
+from core.accounts import service as accounts
+from core.clock import utcnow
+from core.jobs import service as jobs_service
+from core.services import Services
+from core.tables import Job
+from tests.conftest import embedded_mode
+from tests.support.http_jobs import create, status_of, wait_done
+from tests.support.service import Process, Service, free_port, wait_until
+from tests.support.stored_rows import job_row, ledger_kinds
+
+
+@pytest.mark.slow
+def test_embedded_restart_after_sigkill_loses_no_job(tmp_path: Path) -> None:
+    """Jobs running and queued when `sfumato serve` dies complete after it comes back."""
+    mode = embedded_mode()
+    env = {**mode.env, "SFUMATO_DATA_DIR": str(tmp_path)}
+    port = free_port()
+    api = f"http://127.0.0.1:{port}/v1"
+    services = Services.from_settings(mode.settings().model_copy(update={"data_dir": tmp_path}))
+
+    def start() -> Process:
+        process = Process(["serve", "--port", str(port)], env, tmp_path / "serve.log").start()
+        wait_until(lambda: _answers(api), 60, "serve up")
+        return process
+
+    server = start()
+    accounts.create_account(services.db, "restart@test.local", "pro", 100)
+    key = accounts.create_key(services.db, "restart@test.local", "k", None).plaintext
+    with httpx.Client(base_url=api, headers={"x-api-key": key}, timeout=30) as client:
+        running = create(client, "[sleep 3] running when killed")["id"]
+        queued = [create(client, f"[sleep 1] queued {index}")["id"] for index in range(3)]
+        wait_until(lambda: status_of(client, running) == "processing", 20, "processing")
+    server.kill(signal.SIGKILL)
+    server = start()
+    try:
+        with httpx.Client(base_url=api, headers={"x-api-key": key}, timeout=30) as client:
+            for job_id in [running, *queued]:
+                assert wait_done(client, job_id)["status"] == "completed"
+        assert job_row(services, running).attempts == 2
+        assert accounts.find_account(services.db, "restart@test.local").credit_balance == 100 - 8
+        kinds = ledger_kinds(services, key)
+        assert kinds.count("reserve") == 4 and kinds.count("settle") == 4
+        assert "refund" not in kinds
+    finally:
+        server.stop()
+
+
+def _answers(api: str) -> bool:
+    try:
+        return httpx.get(f"{api}/openapi.json", timeout=1).status_code == 200
+    except httpx.HTTPError:
+        return False
+
+
+def test_a_job_committed_but_never_published_is_published_by_the_sweep(
+    service: Service, key: str
+) -> None:
+    caller = accounts.authenticate(service.services.db, key)
+    assert caller is not None
+    job, _ = jobs_service.create(
+        service.services.db,
+        caller,
+        jobs_service.NewJob(
+            type="image.generate",
+            operation="generate",
+            queue="image",
+            inputs={
+                "prompt": "[sleep 0] orphaned before publishing",
+                "quality": "low",
+                "resolution": "1K",
+                "variations": 1,
+                "width": 64,
+                "height": 64,
+                "aspectRatio": "1:1",
+                "styleId": None,
+                "references": [],
+            },
+            price=1,
+        ),
+    )
+    with service.client(key) as client:
+        assert wait_done(client, job.id)["status"] == "completed"
+    assert job_row(service.services, job.id).attempts == 1
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("service", ["distributed"], indirect=True)
+def test_worker_killed_mid_job_is_redelivered_and_charged_once(service: Service, key: str) -> None:
+    """Distributed only: embedded workers live in the serving process (the restart test)."""
+    image_worker = next(w for w in service.workers if "image" in w.args)
+    with service.client(key) as client:
+        job = create(client, "[sleep 3] killed mid-job")
+        wait_until(lambda: status_of(client, job["id"]) == "processing", 20, "processing")
+        image_worker.kill(signal.SIGKILL)
+        service.workers.remove(image_worker)
+        replacement = Process(
+            image_worker.args, image_worker.env, image_worker.log.with_suffix(".2.log")
+        ).start()
+        service.workers.append(replacement)
+        done = wait_done(client, job["id"])
+    assert done["status"] == "completed"
+    assert len(done["result"]["images"]) == 1
+    assert job_row(service.services, job["id"]).attempts == 2
+    assert service.balance(key) == 1000 - 2
+    kinds = ledger_kinds(service.services, key)
+    assert kinds == ["grant", "reserve", "settle"]
+
+
+def test_a_job_whose_worker_keeps_dying_fails_and_is_refunded(service: Service, key: str) -> None:
+    """After max_attempts lost workers the sweep gives up: failed, refunded, not stuck."""
+    caller = accounts.authenticate(service.services.db, key)
+    assert caller is not None
+    job, _ = jobs_service.create(
+        service.services.db,
+        caller,
+        jobs_service.NewJob("image.generate", "generate", "image", {"prompt": "lost"}, price=2),
+    )
+    assert service.balance(key) == 1000 - 2
+    moment = utcnow()
+    with service.services.db.write() as session:
+        # What the row looks like when its worker vanished on the last allowed attempt.
+        session.execute(
+            update(Job)
+            .where(Job.id == job.id)
+            .values(
+                status="processing",
+                attempts=service.services.settings.max_attempts,
+                claim_token="lost",
+                dispatched_at=moment,
+                lease_expires_at=moment,
+            )
+        )
+    with service.client(key) as client:
+        wait_until(lambda: status_of(client, job.id) == "failed", 10, "given up")
+        error = client.get(f"/jobs/{job.id}").json()["data"]["error"]
+    assert "worker was lost" in error["message"]
+    assert service.balance(key) == 1000

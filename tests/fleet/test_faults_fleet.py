@@ -1,0 +1,169 @@
+"""Faults of the fleet's dependencies, each bounded in time: Redis restarted with jobs queued,
+PostgreSQL out of reach for a few seconds, S3 out of reach while a worker stores its output."""
+
+from __future__ import annotations
+
+import threading
+import time
+from datetime import UTC
+from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
+
+import httpx
+import pytest
+from sqlalchemy import func, select
+
+from core.accounts import service as accounts
+from core.services import Services
+from core.tables import Job
+from tests.conftest import COMMON_ENV, s3_mode
+from tests.support.fleet import running_fleet
+from tests.support.http_jobs import create, status_of, wait_done
+from tests.support.outages import redis_server, tcp_proxy
+from tests.support.s3 import moto_server
+from tests.support.service import running_service, wait_until
+from tests.support.stored_rows import ledger_kinds
+
+pytestmark = [pytest.mark.slow]
+
+
+def finished_at(services: Services, job_id: str) -> float:
+    with services.db.read() as session:
+        row = session.get(Job, job_id)
+        assert row is not None and row.finished_at is not None
+        return float(row.finished_at.replace(tzinfo=UTC).timestamp())
+
+
+@pytest.mark.distributed
+def test_a_redis_restart_loses_no_queued_job_and_long_polls_still_wake(
+    postgres_database: str, tmp_path: Path
+) -> None:
+    with redis_server(tmp_path) as broker:
+        env = {
+            **COMMON_ENV,
+            "SFUMATO_DATABASE_URL": postgres_database,
+            "SFUMATO_BROKER_URL": broker.url,
+            "SFUMATO_REPUBLISH_AFTER_SECONDS": "2",
+        }
+        with running_fleet(env, tmp_path, gateways=2) as fleet:
+            fleet.add_worker("image", "--concurrency", "1").wait_for_log(" ready.")
+            first, second = fleet.gateways
+            key = fleet.new_key(credits=100)
+            with fleet.client(first, key) as client:
+                running = create(client, "[sleep 2] running at the restart", quality="low")
+                wait_until(lambda: status_of(client, running["id"]) == "processing", 20, "run")
+                queued = [
+                    create(client, f"[sleep 0] queued {index}", quality="low")["id"]
+                    for index in range(3)
+                ]
+                assert all(status_of(client, job_id) == "pending" for job_id in queued)
+            # The queued messages die with the server (no persistence). Meanwhile a create is
+            # still accepted: the job is in the database, the sweep publishes it later.
+            broker.kill()
+            with fleet.client(second, key) as client:
+                queued.append(
+                    create(client, "[sleep 0] made while Redis is down", quality="low")["id"]
+                )
+            broker.start()
+            with fleet.client(second, key) as client:
+                for job_id in [running["id"], *queued]:
+                    assert wait_done(client, job_id)["status"] == "completed"
+            # Both gateways and the worker are back on the new server: a job made on one
+            # gateway wakes a read held on the other as soon as it completes.
+            with fleet.client(second, key) as creator, fleet.client(first, key) as waiter:
+                job = create(creator, "[sleep 0.5] after the restart", quality="low")
+                answer = waiter.get(f"/jobs/{job['id']}", params={"wait": "true"})
+                answered_at = time.time()
+            assert answer.json()["data"]["status"] == "completed"
+            assert answered_at - finished_at(fleet.services, job["id"]) < 0.5
+            assert fleet.balance(key) == 100 - 6
+            kinds = ledger_kinds(fleet.services, key)
+            assert kinds.count("reserve") == 6 and kinds.count("settle") == 6
+            assert "refund" not in kinds
+
+
+@pytest.mark.distributed
+def test_a_postgres_outage_answers_503_writes_nothing_half_and_recovers(
+    postgres_database: str, redis_url: str, tmp_path: Path
+) -> None:
+    target = urlsplit(postgres_database)
+    with tcp_proxy(target.hostname or "127.0.0.1", target.port or 5432) as proxy:
+        proxied = urlunsplit(target._replace(netloc=f"{target.username}@127.0.0.1:{proxy.port}"))
+        env = {**COMMON_ENV, "SFUMATO_DATABASE_URL": proxied, "SFUMATO_BROKER_URL": redis_url}
+        with running_fleet(env, tmp_path, gateways=1, workers=("image",)) as fleet:
+            gateway = fleet.gateways[0]
+            key = fleet.new_key(credits=100)
+            body = {"prompt": "[sleep 0] during an outage", "quality": "low"}
+            with fleet.client(gateway, key, timeout=30) as client:
+                wait_done(client, create(client, "[sleep 0] before", quality="low")["id"])
+                # The database goes away while a create's transaction is in flight: after the
+                # job row, before its credit reservation.
+                proxy.cut_on(b"INSERT INTO credit_ledger")
+                cut_mid_create = client.post("/images/generate", json=body)
+                assert proxy.tripped.is_set()
+                refused = client.post("/images/generate", json=body)
+                for answer in (cut_mid_create, refused):
+                    assert answer.status_code == 503, answer.text
+                    assert answer.json()["error"]["code"] == "SERVICE_UNAVAILABLE"
+                    assert int(answer.headers["Retry-After"]) >= 1
+                assert httpx.get(f"{gateway.url}/readyz").status_code == 503
+                assert httpx.get(f"{gateway.url}/healthz").status_code == 200
+                threading.Timer(2.0, proxy.restore).start()
+                started = time.monotonic()
+                recovered = wait_until(
+                    lambda: _accepted(client, body), 20, "creates accepted again", interval=0.2
+                )
+                assert time.monotonic() - started < 15
+                assert wait_done(client, recovered["id"])["status"] == "completed"
+            # The test's own pool, through the proxy too, still holds the cut connections.
+            fleet.services.db.dispose()
+            caller = accounts.authenticate(fleet.services.db, key)
+            assert caller is not None
+            with fleet.services.db.read() as session:
+                jobs = session.scalar(
+                    select(func.count()).select_from(Job).where(Job.account_id == caller.account_id)
+                )
+            assert jobs == 2, "the cut create left nothing behind"
+            assert fleet.balance(key) == 100 - 2
+            assert ledger_kinds(fleet.services, key) == ["grant", *["reserve", "settle"] * 2]
+
+            # The database goes away after a create committed, while its publication is being
+            # recorded: the job exists, so the answer is 202 (a 503 would invite a second job).
+            with fleet.client(gateway, key, timeout=30) as client:
+                proxy.cut_on(b"UPDATE jobs SET dispatched_at")
+                committed = client.post("/images/generate", json=body)
+                assert proxy.tripped.is_set()
+                assert committed.status_code == 202, committed.text
+                proxy.restore()
+                job_id = committed.json()["data"]["id"]
+                assert wait_done(client, job_id)["status"] == "completed"
+            fleet.services.db.dispose()
+            assert fleet.balance(key) == 100 - 3
+
+
+def _accepted(client: httpx.Client, body: dict[str, str]) -> dict[str, str] | None:
+    answer = client.post("/images/generate", json=body)
+    if answer.status_code == 202:
+        return dict(answer.json()["data"])
+    assert answer.status_code == 503, answer.text
+    return None
+
+
+def test_s3_out_of_reach_while_storing_fails_the_job_and_refunds(tmp_path: Path) -> None:
+    with (
+        moto_server() as (storage_url, server),
+        running_service(s3_mode(storage_url), tmp_path) as service,
+    ):
+        key = service.new_key(credits=100)
+        with service.client(key) as client:
+            job = create(client, "[sleep 1] stored into the void", quality="low")
+            wait_until(lambda: status_of(client, job["id"]) == "processing", 20, "processing")
+            server.stop()
+            started = time.monotonic()
+            done = wait_done(client, job["id"])
+        # Four attempts with backoff (0.5 + 1 + 2 s between them), then the failure.
+        assert 3 < time.monotonic() - started < 30
+    assert done["status"] == "failed"
+    assert done["error"]["message"] == "Could not store the result; the credits were refunded"
+    assert service.balance(key) == 100
+    assert ledger_kinds(service.services, key) == ["grant", "reserve", "refund"]

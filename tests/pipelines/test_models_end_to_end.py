@@ -1,0 +1,145 @@
+"""From nothing to real models in one command: `sfumato models pull` from the stand-in hub into
+a service's data directory, then the service (no SFUMATO_PIPELINES, no SFUMATO_MODELS_FILE)
+serves every operation the registry names with its diffusion pipeline and the others builtin,
+each HTTP job ending in stored media."""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Iterator
+
+import httpx
+import pytest
+from PIL import Image
+
+from core.tables import Job
+from tests.conftest import COMMON_ENV
+from tests.support.http_jobs import video_done, wait_done
+from tests.support.model_hub import models_env, sfumato_models, standin_hub
+from tests.support.service import Mode, Service, running_service
+from tests.support.threads import one_torch_thread
+
+pytestmark = pytest.mark.slow
+
+# A preset for every operation (test_models_pull shows the builtin serving unregistered ones).
+PULLED = (
+    "sd-turbo",
+    "instruct-pix2pix",
+    "sdxl-inpaint",
+    "sd-x4-upscaler",
+    "ltx-video",
+    "wan2.1-flf2v",
+)
+
+
+@pytest.fixture(scope="module")
+def pulled_service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Service]:
+    data_dir = tmp_path_factory.mktemp("pulled")
+    with standin_hub(*PULLED) as hub:
+        result = sfumato_models(models_env(hub, data_dir), "pull", *PULLED)
+        assert result.returncode == 0, result.stderr
+    env = {**COMMON_ENV, "SFUMATO_PIPELINES": "", "SFUMATO_MODEL_DEVICE": "cpu"}
+    mode = Mode("embedded", env, separate_workers=False)
+    with one_torch_thread(), running_service(mode, data_dir) as service:
+        yield service
+
+
+def png(url: str) -> Image.Image:
+    response = httpx.get(url)
+    assert response.status_code == 200
+    image = Image.open(io.BytesIO(response.content))
+    assert image.format == "PNG"
+    image.load()
+    return image
+
+
+def completed(service: Service, client: httpx.Client, path: str, body: dict) -> dict:
+    response = client.post(path, json=body)
+    assert response.status_code == 202, response.text
+    job = wait_done(client, response.json()["data"]["id"])
+    assert job["status"] == "completed", job
+    return job
+
+
+def video(client: httpx.Client, path: str, body: dict) -> dict:
+    response = client.post(path, json=body)
+    assert response.status_code == 202, response.text
+    job = video_done(client, response.json()["data"]["id"])
+    assert job["status"] == "completed", job
+    return job
+
+
+def note_of(service: Service, job_id: str) -> str:
+    with service.services.db.read() as session:
+        job = session.get(Job, job_id)
+        assert job is not None
+        return job.message or ""
+
+
+def test_pulled_models_serve_their_operations_and_builtin_the_rest(
+    pulled_service: Service,
+) -> None:
+    service = pulled_service
+    with service.client(service.new_key(credits=5000)) as client:
+        generated = completed(service, client, "/images/generate", {"prompt": "a red barn"})
+        image = generated["result"]["images"][0]
+        assert png(image["url"]).size == (image["width"], image["height"]) == (1024, 1024)
+        assert note_of(service, generated["id"]).startswith(
+            "stabilityai/sd-turbo: 2 steps at 512x512"
+        )
+
+        edited = completed(
+            service, client, "/images/edit", {"imageId": image["id"], "prompt": "make it snowy"}
+        )
+        assert png(edited["result"]["images"][0]["url"]).size == (1024, 1024)
+        assert note_of(service, edited["id"]).startswith("timbrooks/instruct-pix2pix: instruction")
+
+        upscaled = completed(
+            service, client, "/images/upscale", {"imageId": image["id"], "resolution": "2K"}
+        )
+        assert png(upscaled["result"]["images"][0]["url"]).size == (2048, 2048)
+        assert note_of(service, upscaled["id"]).startswith(
+            "stabilityai/stable-diffusion-x4-upscaler"
+        )
+
+        reframed = completed(
+            service, client, "/images/resize", {"imageId": image["id"], "aspectRatio": "16:9"}
+        )
+        assert png(reframed["result"]["images"][0]["url"]).size == (1360, 768)
+        assert note_of(service, reframed["id"]).startswith(
+            "diffusers/stable-diffusion-xl-1.0-inpainting-0.1: outpainted"
+        )
+
+        animated = video_done(
+            client,
+            client.post(
+                "/videos/image-to-video",
+                json={
+                    "image": image["id"],
+                    "prompt": "slow zoom",
+                    "duration": 1,
+                    "resolution": "480p",
+                },
+            ).json()["data"]["id"],
+        )
+        assert animated["status"] == "completed", animated
+        clip = animated["result"]["video"]
+        assert (clip["width"], clip["height"]) == (480, 480)
+        assert httpx.get(clip["url"]).content[4:8] == b"ftyp"
+        assert note_of(service, animated["id"]).startswith("Lightricks/LTX-Video: 25 frames")
+
+        joined = video(
+            client,
+            "/videos/frames",
+            {
+                "startImage": image["id"],
+                "endImage": edited["result"]["images"][0]["id"],
+                "prompt": "dusk",
+                "duration": 4,
+                "resolution": "480p",
+            },
+        )
+        clip = joined["result"]["video"]
+        assert (clip["width"], clip["height"]) == (480, 480)
+        assert httpx.get(clip["url"]).content[4:8] == b"ftyp"
+        assert note_of(service, joined["id"]).startswith("Wan-AI/Wan2.1-FLF2V")
