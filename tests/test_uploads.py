@@ -284,13 +284,15 @@ def test_a_completed_uploads_url_takes_no_more_bytes_and_late_ones_are_purged(
                 .where(Upload.id == presigned["uploadId"])
                 .values(expires_at=utcnow() - timedelta(seconds=1))
             )
+
         # The housekeeping (every 0.5 s in tests) removes whatever a late PUT staged.
-        wait_until(
-            lambda: stored_size(service, presigned["uploadId"]) is None, 10, "staging purged"
-        )
-        with service.services.db.read() as session:
-            upload = session.get(Upload, presigned["uploadId"])
-            assert upload is not None and upload.staging_purged_at is not None
+        def purged() -> bool:
+            with service.services.db.read() as session:
+                upload = session.get(Upload, presigned["uploadId"])
+                return upload is not None and upload.staging_purged_at is not None
+
+        wait_until(purged, 10, "the staging of the completed upload purged")
+        assert stored_size(service, presigned["uploadId"]) is None
         again = client.post(f"/uploads/{presigned['uploadId']}/complete")
         assert again.json()["data"] == {**done.json()["data"], "url": again.json()["data"]["url"]}
         assert httpx.get(again.json()["data"]["url"]).content == data
