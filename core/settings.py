@@ -7,8 +7,9 @@ a broker URL and a storage URL. Defaults give the embedded mode under the data d
 from __future__ import annotations
 
 from pathlib import Path
+from urllib.parse import urlsplit
 
-from pydantic import Field
+from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from core.config import ServiceConfig, load_config
@@ -79,6 +80,17 @@ class Settings(BaseSettings):
     chromium: str = ""
     style_render_seconds: float = Field(default=20.0, gt=0)
     style_render_memory_mb: int = Field(default=512, ge=64)
+
+    @field_validator("public_url", "files_url")
+    @classmethod
+    def _base_url(cls, value: str) -> str:
+        """An origin (and optional path prefix) that absolute URLs start with, or empty."""
+        if not value:
+            return value
+        parts = urlsplit(value)
+        if parts.scheme not in ("http", "https") or not parts.netloc or parts.query:
+            raise ValueError("must be an absolute http(s) URL without a query, or empty")
+        return value.rstrip("/")
 
     @property
     def resolved_database_url(self) -> str:

@@ -1,5 +1,6 @@
 """Security hardening through the public surface (issues 19 and 22): what `/files` answers,
-where absolute URLs point, and the small leaks of the review."""
+where absolute URLs point, the HTTP server's bounds on a real `sfumato serve` over raw sockets,
+the decode budget, the metrics port, and the small leaks of the review."""
 
 from __future__ import annotations
 
@@ -17,8 +18,10 @@ import av
 import httpx
 import pytest
 from PIL import Image
+from pydantic import ValidationError
 
 from core.images import DECODE_BUDGET
+from core.settings import Settings
 from tests.conftest import embedded_mode
 from tests.support.service import Process, Service, free_port, running_service, wait_until
 from tests.test_jobs import create, wait_done
@@ -174,7 +177,7 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
     args = ["serve", "--port", str(port), "--metrics-port", str(metrics_port)]
     process = Process(args, env, data_dir / "serve.log").start()
     try:
-        wait_until(lambda: _answers(port), 60, "sfumato serve to answer")
+        wait_until(lambda: _answers(port), 180, "sfumato serve to answer")
         yield Served(f"127.0.0.1:{port}", f"http://127.0.0.1:{metrics_port}")
     finally:
         process.stop()
@@ -438,3 +441,13 @@ def test_references_to_non_public_ipv6_and_names_are_refused_without_their_addre
         "references[0]": "could not be fetched: db.internal resolves to a non-public address"
     }
     assert "10.0.3.4" not in named.text
+
+
+def test_public_and_files_urls_must_be_absolute_http_urls() -> None:
+    assert Settings(public_url="https://api.example.test/").public_url == "https://api.example.test"
+    assert Settings(files_url="").files_url == ""
+    for wrong in ("api.example.test", "ftp://files.example.test", "https://a.test/?x=1"):
+        with pytest.raises(ValidationError):
+            Settings(public_url=wrong)
+        with pytest.raises(ValidationError):
+            Settings(files_url=wrong)
