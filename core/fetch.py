@@ -32,6 +32,9 @@ IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
 REDIRECT_STATUSES = {301, 302, 303, 307, 308}
 DEFAULT_PORTS = {"http": 80, "https": 443}
 CARRIER_GRADE_NAT = ipaddress.IPv4Network("100.64.0.0/10")
+IPV6_GLOBAL_UNICAST = ipaddress.IPv6Network("2000::/3")
+# Inside 2000::/3 but not public, and not (yet) special to every Python's `is_global`.
+IPV6_NOT_PUBLIC = (ipaddress.IPv6Network("3fff::/20"),)  # documentation (RFC 9637)
 USER_AGENT = "Sfumato-Fetcher/1"
 
 # getaddrinfo has no timeout of its own; it runs here so the fetch deadline can cut it short.
@@ -86,9 +89,18 @@ class Fetched:
 
 
 def refusal_reason(address: IPAddress) -> str | None:
-    """Why a connection to `address` is refused, or None for an ordinary public address."""
-    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
-        return "an IPv4-mapped IPv6 address"
+    """Why a connection to `address` is refused, or None for a public address. The rule allows
+    rather than denies: an address must be global (`is_global`) and, for IPv6, global unicast
+    outside the ranges Python does not know to be special yet; the named kinds before it only
+    make the message clearer."""
+    if isinstance(address, ipaddress.IPv6Address):
+        if address.ipv4_mapped is not None:
+            return "an IPv4-mapped IPv6 address"
+        embedded = address.sixtofour
+        if embedded is not None and refusal_reason(embedded) is not None:
+            return "a 6to4 address of a non-public IPv4 address"
+        if address.is_site_local:
+            return "a site-local address"
     if address.is_unspecified:
         return "the unspecified address"
     if address.is_loopback:
@@ -104,6 +116,10 @@ def refusal_reason(address: IPAddress) -> str | None:
     if address.is_private:
         return "a private address"
     if not address.is_global:
+        return "not a public address"
+    if isinstance(address, ipaddress.IPv6Address) and (
+        address not in IPV6_GLOBAL_UNICAST or any(address in network for network in IPV6_NOT_PUBLIC)
+    ):
         return "not a public address"
     return None
 
@@ -153,6 +169,14 @@ def _resolve(host: str, port: int, deadline: float) -> tuple[IPAddress, ...]:
     return tuple(addresses)
 
 
+def _is_address_literal(host: str) -> bool:
+    try:
+        ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    return True
+
+
 def _check(url: str, policy: FetchPolicy, deadline: float) -> _Target:
     """Parse, resolve and vet one URL; raises FetchRefused before any connection is made."""
     try:
@@ -179,8 +203,10 @@ def _check(url: str, policy: FetchPolicy, deadline: float) -> _Target:
             continue
         reason = refusal_reason(address)
         if reason is not None:
-            shown = host if host == str(address) else f"{host} ({address})"
-            raise FetchRefused(f"{shown} is {reason}")
+            if _is_address_literal(host):
+                raise FetchRefused(f"{host} is {reason}")
+            # What a name resolves to is the deployment's business, never the caller's.
+            raise FetchRefused(f"{host} resolves to a non-public address")
     trusted = host_allowed or all(policy.allows_address(address) for address in addresses)
     if scheme == "http" and not trusted:
         raise FetchRefused("only https URLs are fetched")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -9,6 +10,8 @@ import redis
 from sqlalchemy import text
 
 from core.services import Services
+
+log = logging.getLogger(__name__)
 
 # A probe answers within the kubelet's default timeout (1 s) even when a dependency hangs.
 CHECK_TIMEOUT_SECONDS = 0.8
@@ -21,7 +24,9 @@ class Readiness:
 
 
 class ReadinessChecks:
-    """The database answers a query, the broker (Redis) a PING; each as "ok" or the error."""
+    """The database answers a query, the broker (Redis) a PING; each as "ok" or "unavailable".
+    The error itself goes to the log only: probes need no key, and an exception's text names
+    hosts, users and drivers."""
 
     def __init__(self, services: Services) -> None:
         self.services = services
@@ -45,7 +50,7 @@ class ReadinessChecks:
             self._redis.ping()
 
     def run(self, extra: dict[str, Callable[[], None]] | None = None) -> Readiness:
-        """Every check, each failure as its error's first line; `extra` adds the caller's own."""
+        """Every check, each "ok" or "unavailable"; `extra` adds the caller's own."""
         checks: dict[str, str] = {}
         every = {"database": self._database, "broker": self._broker, **(extra or {})}
         for name, check in every.items():
@@ -54,5 +59,8 @@ class ReadinessChecks:
                 checks[name] = "ok"
             except Exception as error:
                 first_line = (str(error).splitlines() or [""])[0]
-                checks[name] = f"{type(error).__name__}: {first_line}"
+                log.warning(
+                    "readiness: %s unavailable: %s: %s", name, type(error).__name__, first_line
+                )
+                checks[name] = "unavailable"
         return Readiness(all(value == "ok" for value in checks.values()), checks)

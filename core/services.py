@@ -8,6 +8,7 @@ from core.accounts.service import sync_plans
 from core.config import ServiceConfig
 from core.db import Database
 from core.events import JobEvents, job_events_for
+from core.images import DECODE_BUDGET
 from core.settings import Settings
 from core.storage import Storage, storage_from_settings
 
@@ -28,6 +29,7 @@ class Services:
     @classmethod
     def from_settings(cls, settings: Settings) -> Services:
         settings.ensure_data_dir()
+        DECODE_BUDGET.set_capacity(settings.decode_memory_mb * 1024 * 1024)
         return cls(
             settings=settings,
             db=Database(settings.resolved_database_url),

@@ -7,8 +7,9 @@ a broker URL and a storage URL. Defaults give the embedded mode under the data d
 from __future__ import annotations
 
 from pathlib import Path
+from urllib.parse import urlsplit
 
-from pydantic import Field
+from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from core.config import ServiceConfig, load_config
@@ -27,6 +28,14 @@ class Settings(BaseSettings):
     secret_key: str | None = None
 
     wait_seconds: float = Field(default=55.0, gt=0)
+
+    # The service's public base URL (https://api.example.com): absolute URLs in answers (file and
+    # upload URLs) use it, never the request's Host header. Empty: the Host header (development).
+    public_url: str = ""
+    # A separate origin for stored files (https://files.example.com, routed to the gateways'
+    # `/files`), with no cookies of its own: the recommended production setting, so a file can
+    # never act on the API's or the dashboard's origin. Empty: files are served at public_url.
+    files_url: str = ""
 
     # A claimed job whose worker stops renewing its lease for this long is handed out again.
     lease_seconds: float = Field(default=30.0, gt=0)
@@ -47,10 +56,18 @@ class Settings(BaseSettings):
     pipelines: str = ""
     signed_url_seconds: int = Field(default=7 * 24 * 3600, ge=60)
     max_body_bytes: int = 64 * 1024
+    # The gateway's HTTP server (sfumato/http_server.py): the largest request head (request line
+    # and headers), the time a client has to send it, and the connections and requests served at
+    # once before it answers 503. Long-polls and event streams count, so keep it above them.
+    max_header_bytes: int = Field(default=64 * 1024, ge=4096)
+    header_timeout_seconds: float = Field(default=10.0, gt=0)
+    max_concurrency: int = Field(default=1000, ge=1)
 
     # Uploads and fetched reference images (CONTRACT.md "Uploads"): bytes and decoded pixels.
     max_image_bytes: int = Field(default=25 * 1024 * 1024, ge=1)
     max_image_pixels: int = Field(default=50_000_000, ge=1)
+    # Decoded pixels (MB) the image checks of one process may hold at once (core/images.py).
+    decode_memory_mb: int = Field(default=512, ge=16)
     upload_url_seconds: int = Field(default=3600, ge=60)
     # Comma-separated hosts or CIDRs the fetcher may reach although they are not public
     # addresses, and over plain http (tests, intranets). Empty: public https only.
@@ -63,6 +80,17 @@ class Settings(BaseSettings):
     chromium: str = ""
     style_render_seconds: float = Field(default=20.0, gt=0)
     style_render_memory_mb: int = Field(default=512, ge=64)
+
+    @field_validator("public_url", "files_url")
+    @classmethod
+    def _base_url(cls, value: str) -> str:
+        """An origin (and optional path prefix) that absolute URLs start with, or empty."""
+        if not value:
+            return value
+        parts = urlsplit(value)
+        if parts.scheme not in ("http", "https") or not parts.netloc or parts.query:
+            raise ValueError("must be an absolute http(s) URL without a query, or empty")
+        return value.rstrip("/")
 
     @property
     def resolved_database_url(self) -> str:

@@ -186,7 +186,9 @@ class IdempotencyRecord(Base):
 
 class Upload(Base):
     """A presigned upload. Its bytes land at `staging_key`; completing it vets them and creates
-    the media row (kind "upload") with the same id, after which `completed_at` is set."""
+    the media row (kind "upload") with the same id, after which `completed_at` is set. Once its
+    URL has expired, housekeeping removes whatever a late PUT staged and sets
+    `staging_purged_at`."""
 
     __tablename__ = "uploads"
 
@@ -198,6 +200,7 @@ class Upload(Base):
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     expires_at: Mapped[datetime] = mapped_column(UTCDateTime)
     completed_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
+    staging_purged_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
 
 
 class Style(Base):

@@ -8,7 +8,7 @@ import logging
 from collections.abc import AsyncIterator
 
 import anyio
-from fastapi import FastAPI
+from fastapi import Depends, FastAPI
 
 from core.health import ReadinessChecks
 from core.jobs import service as jobs_service
@@ -17,12 +17,12 @@ from core.services import Services
 from core.uploads import service as uploads_service
 from gateway import files, health
 from gateway.account.router import router as account_router
+from gateway.dependencies import single_query_values
 from gateway.errors import install_error_handlers
 from gateway.images.router import router as images_router
 from gateway.jobs.router import router as jobs_router
 from gateway.limits import RateLimitMiddleware
 from gateway.metrics import MetricsMiddleware
-from gateway.metrics import router as metrics_router
 from gateway.middleware import AuthMiddleware, BodyLimitMiddleware
 from gateway.openapi import install_openapi
 from gateway.runtime import Gateway
@@ -35,10 +35,11 @@ log = logging.getLogger(__name__)
 
 def _maintain(sweep: JobSweep, services: Services) -> None:
     """One pass of the periodic housekeeping: publish what needs publishing, drop old
-    idempotency keys and the staged bytes of abandoned uploads."""
+    idempotency keys and the staged bytes of abandoned uploads and of completed ones."""
     sweep.run()
     jobs_service.purge_idempotency_records(services.db)
     uploads_service.purge_abandoned(services)
+    uploads_service.purge_completed_staging(services)
 
 
 async def _maintain_forever(sweep: JobSweep, services: Services) -> None:
@@ -83,6 +84,8 @@ def create_app(gateway: Gateway) -> FastAPI:
         docs_url="/docs",
         redoc_url=None,
         lifespan=lifespan,
+        # `/v1/images/generate/` is a 404 in the envelope, not a bare 307 to the Host header.
+        redirect_slashes=False,
     )
     app.state.gateway = gateway
     for router in (
@@ -93,10 +96,9 @@ def create_app(gateway: Gateway) -> FastAPI:
         uploads_router,
         account_router,
     ):
-        app.include_router(router, prefix="/v1")
+        app.include_router(router, prefix="/v1", dependencies=[Depends(single_query_values)])
     app.include_router(files.router)
     app.include_router(health.router)
-    app.include_router(metrics_router)
     app.state.readiness = ReadinessChecks(gateway.services)
     install_error_handlers(app)
     install_openapi(app)

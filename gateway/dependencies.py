@@ -8,6 +8,7 @@ from typing import Annotated
 from fastapi import Depends, Request
 
 from core.db import Database
+from core.errors import InvalidInput
 from core.jobs.creation import JobCreation
 from core.jobs.lifecycle import JobLifecycle
 from core.services import Services
@@ -47,9 +48,27 @@ async def _job_reads(request: Request) -> JobReads:
     return JobReads(services.db, services.events, services.settings.wait_seconds)
 
 
+async def single_query_values(request: Request) -> None:
+    """Every query parameter of the API is a scalar: one given twice is refused (400 naming it)
+    rather than the last one silently winning over a first that a proxy may have checked."""
+    names = [name for name, _ in request.query_params.multi_items()]
+    repeated = sorted({name for name in names if names.count(name) > 1})
+    if repeated:
+        raise InvalidInput({name: "must be given at most once" for name in repeated})
+
+
+def files_base_url(request: Request) -> str:
+    """Where the URLs of stored files point: the configured files origin, else the configured
+    public URL; only a deployment that sets neither takes the request's own `Host` header."""
+    settings = runtime_of(request).services.settings
+    return settings.files_url or settings.public_url or str(request.base_url)
+
+
 async def _url_signer(request: Request) -> UrlSigner:
     services = runtime_of(request).services
-    return UrlSigner(services.storage, str(request.base_url), services.settings.signed_url_seconds)
+    return UrlSigner(
+        services.storage, files_base_url(request), services.settings.signed_url_seconds
+    )
 
 
 DatabaseDep = Annotated[Database, Depends(_database)]

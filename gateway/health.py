@@ -3,8 +3,9 @@
 `GET /healthz` (liveness): the process serves requests; it checks nothing else, so a database
 outage never makes Kubernetes restart healthy gateways. `GET /readyz`: the database answers a
 query and the broker a PING, within a deadline; otherwise 503 with the error envelope, each
-check's error in `details`. It is for monitoring: the gateways' Kubernetes readiness probe is
-`/healthz` too, since a dependency outage hits every replica at once (docs/operations.md).
+check ("ok" or "unavailable", never the error's text) in `details`. It is for monitoring: the
+gateways' Kubernetes readiness probe is `/healthz` too, since a dependency outage hits every
+replica at once (docs/operations.md).
 """
 
 from __future__ import annotations

@@ -1,11 +1,13 @@
-"""The gateway's Prometheus metrics and `GET /metrics` (outside `/v1`, no API key).
+"""The gateway's Prometheus metrics, served on the process's metrics port (`sfumato serve
+--metrics-port`, workers/metrics.py's ProbeServer), never on the public one.
 
 Requests are counted by method, route template (`/v1/jobs/{job_id}`, never the raw path, so
 the label set stays small) and status, and timed by method and route. The labelled children
 are cached per (method, route, status), so a request costs two clock reads, one dict lookup, an
 increment and an observation. Long-polls held are read when scraped. Each app has its own
-registry (tests run several gateways in one process); `/metrics` also shows the process-wide
-registry, where the embedded workers' metrics (workers/metrics.py) and the process's own live.
+registry (tests run several gateways in one process); the exposition also shows the
+process-wide registry, where the embedded workers' metrics (workers/metrics.py) and the
+process's own live.
 """
 
 from __future__ import annotations
@@ -13,9 +15,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from fastapi import APIRouter, Request, Response
 from prometheus_client import (
-    CONTENT_TYPE_LATEST,
     REGISTRY,
     CollectorRegistry,
     Counter,
@@ -118,12 +118,3 @@ def _route_of(scope: Scope) -> str:
         route = scope.get("route")
         template = getattr(route, "path_format", None) or getattr(route, "path", None)
     return str(template) if template is not None else UNROUTED
-
-
-router = APIRouter(include_in_schema=False)
-
-
-@router.get("/metrics")
-async def metrics(request: Request) -> Response:
-    gateway_metrics: GatewayMetrics = request.app.state.gateway.metrics
-    return Response(gateway_metrics.exposition(), media_type=CONTENT_TYPE_LATEST)

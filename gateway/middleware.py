@@ -77,13 +77,18 @@ class BodyLimitMiddleware:
         await self.app(scope, replay, send)
 
 
-def presented_key(headers: dict[bytes, bytes]) -> str | None:
-    """`x-api-key` wins over `Authorization: Bearer` when both are sent."""
-    api_key = headers.get(b"x-api-key")
-    if api_key is not None:
-        return api_key.decode("latin-1").strip()
-    authorization = headers.get(b"authorization")
-    if authorization is not None:
+def presented_key(headers: list[tuple[bytes, bytes]]) -> str | None:
+    """`x-api-key` wins over `Authorization: Bearer` when both are sent. Either one sent twice
+    presents no key: a proxy reading the first and this service the last would disagree on who
+    is calling."""
+    api_keys = [value for name, value in headers if name == b"x-api-key"]
+    authorizations = [value for name, value in headers if name == b"authorization"]
+    if len(api_keys) > 1 or len(authorizations) > 1:
+        return None
+    if api_keys:
+        return api_keys[0].decode("latin-1").strip()
+    if authorizations:
+        authorization = authorizations[0]
         scheme, _, token = authorization.decode("latin-1").strip().partition(" ")
         if scheme.lower() == "bearer":
             return token.strip()
@@ -103,7 +108,7 @@ class AuthMiddleware:
         if scope["type"] != "http" or not path.startswith(API_PREFIX) or path in PUBLIC_PATHS:
             await self.app(scope, receive, send)
             return
-        key = presented_key(dict(scope["headers"]))
+        key = presented_key(scope["headers"])
         db = self.db
         now = utcnow()
         try:

@@ -57,12 +57,23 @@ def build_gateway(services: Services, run_workers: bool) -> Gateway:
     )
 
 
-def serve(services: Services, host: str, port: int, no_workers: bool, log_level: str) -> None:
-    """The HTTP gateway under uvicorn until it stops; in embedded mode with its workers."""
+def serve(
+    services: Services,
+    host: str,
+    port: int,
+    no_workers: bool,
+    log_level: str,
+    metrics_port: int = 0,
+) -> None:
+    """The HTTP gateway under uvicorn until it stops; in embedded mode with its workers. With
+    `metrics_port`, `/metrics` (and the probes) on that port, apart from the public one."""
     import uvicorn
 
+    from core.health import ReadinessChecks
     from gateway.app import create_app
     from models.registry import RegistryError
+    from sfumato.http_server import server_config
+    from workers.metrics import ProbeServer
 
     embedded = services.settings.embedded_broker
     if no_workers and embedded:
@@ -76,14 +87,13 @@ def serve(services: Services, host: str, port: int, no_workers: bool, log_level:
         gateway = build_gateway(services, run_workers=embedded and not no_workers)
     except RegistryError as error:
         raise StartRefused(f"the workers cannot start: {error}") from None
-    config = uvicorn.Config(
-        create_app(gateway),
-        host=host,
-        port=port,
-        log_level=log_level,
-        timeout_graceful_shutdown=10,
-        access_log=False,
-    )
+    config = server_config(create_app(gateway), host, port, services.settings, log_level)
+    if metrics_port:
+        probes = ProbeServer(
+            metrics_port, ReadinessChecks(services), exposition=gateway.metrics.exposition
+        )
+        probes.start()
+        log.info("probes and metrics on port %d", probes.port)
     uvicorn.Server(config).run()
 
 

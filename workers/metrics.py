@@ -1,10 +1,11 @@
-"""A worker's metrics (Prometheus) and its probe port: `/metrics`, `/healthz`, `/readyz`.
+"""A worker's metrics (Prometheus) and the probe port of workers and gateways (`--metrics-port`):
+`/metrics`, `/healthz`, `/readyz`, never on a public port.
 
 The metric objects are module-level so that any code of the worker can count with them: the
 runner times jobs, the batching and the model cache count batch sizes and cache hits through
 `batch_ran` and `model_cache_lookup`. Queue depths and GPU memory are read when scraped, so
 they cost nothing between scrapes. In embedded mode the workers live in the gateway process and
-these metrics appear on the gateway's `/metrics`.
+these metrics appear on the gateway's metrics port.
 """
 
 from __future__ import annotations
@@ -131,14 +132,24 @@ def install_collectors(broker_url: str | None, namespace: str) -> None:
 
 
 class ProbeServer:
-    """The worker's HTTP port. `/healthz`: the process answers (liveness). `/readyz`: its Celery
-    consumer is up, not shutting down, and the database and broker answer (readiness)."""
+    """A process's port for monitoring, apart from any public one. `/healthz`: the process
+    answers (liveness). `/readyz`: the database and broker answer and, for a worker, its Celery
+    consumer is up and not shutting down (`consuming`). `/metrics`: `exposition()`, by default
+    the process-wide registry (a gateway passes its own, which includes that registry)."""
 
     def __init__(
-        self, port: int, checks: ReadinessChecks, consuming: Callable[[], None], host: str = ""
+        self,
+        port: int,
+        checks: ReadinessChecks,
+        consuming: Callable[[], None] | None = None,
+        host: str = "",
+        exposition: Callable[[], bytes] = lambda: generate_latest(REGISTRY),
     ) -> None:
         self.checks = checks
-        self.consuming = consuming
+        self.extra_checks: dict[str, Callable[[], None]] = (
+            {"consumer": consuming} if consuming is not None else {}
+        )
+        self.exposition = exposition
         self._server = ThreadingHTTPServer((host, port), self._handler())
         self._server.daemon_threads = True
         self.port = self._server.server_address[1]
@@ -157,11 +168,11 @@ class ProbeServer:
             def do_GET(self) -> None:
                 path = self.path.split("?", 1)[0]
                 if path == "/metrics":
-                    self._send(200, generate_latest(REGISTRY), CONTENT_TYPE_LATEST)
+                    self._send(200, probe.exposition(), CONTENT_TYPE_LATEST)
                 elif path == "/healthz":
                     self._json(200, {"status": "ok"})
                 elif path == "/readyz":
-                    readiness = probe.checks.run({"consumer": probe.consuming})
+                    readiness = probe.checks.run(probe.extra_checks)
                     if readiness.ready:
                         self._json(200, {"status": "ready", "checks": readiness.checks})
                     else:

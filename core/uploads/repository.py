@@ -28,6 +28,10 @@ def get_owned_by_staging_key(session: Session, key: str, account_id: str) -> Upl
     ).first()
 
 
+def by_staging_key(session: Session, key: str) -> Upload | None:
+    return session.scalars(select(Upload).where(Upload.staging_key == key)).first()
+
+
 def media_of(session: Session, upload: Upload) -> Media | None:
     """A completed upload's media row, which carries the upload's id."""
     return session.get(Media, upload.id)
@@ -60,3 +64,25 @@ def abandoned(session: Session, expired_before: datetime, limit: int) -> list[Up
 
 def remove(session: Session, upload_id: str) -> None:
     session.execute(delete(Upload).where(Upload.id == upload_id, Upload.completed_at.is_(None)))
+
+
+def completed_with_expired_urls(session: Session, now: datetime, limit: int) -> list[Upload]:
+    """Completed uploads whose URL can no longer PUT and whose staging was not purged yet."""
+    return list(
+        session.scalars(
+            select(Upload)
+            .where(
+                Upload.completed_at.is_not(None),
+                Upload.staging_purged_at.is_(None),
+                Upload.expires_at < now,
+            )
+            .order_by(Upload.expires_at)
+            .limit(limit)
+        )
+    )
+
+
+def mark_staging_purged(session: Session, upload_ids: list[str], moment: datetime) -> None:
+    session.execute(
+        update(Upload).where(Upload.id.in_(upload_ids)).values(staging_purged_at=moment)
+    )

@@ -45,6 +45,17 @@ class UploadTooLarge(DomainError):
         super().__init__("The uploaded file is too large", {"file": reason})
 
 
+class UploadCompleted(DomainError):
+    """A PUT to the URL of an upload already completed: the URL was for one upload, and bytes
+    staged now would never be read."""
+
+    status = 409
+    code = "CONFLICT"
+
+    def __init__(self) -> None:
+        super().__init__("The upload is already completed; its URL takes no more PUTs")
+
+
 @dataclass(frozen=True)
 class Presigned:
     upload: Upload
@@ -83,6 +94,16 @@ def presign(
         expires_in=settings.upload_url_seconds,
     )
     return Presigned(upload, url, settings.upload_url_seconds)
+
+
+def ensure_open(services: Services, key: str) -> None:
+    """Before a PUT to a staging key (local storage): raises UploadCompleted once its upload is
+    completed. S3 cannot be asked; there a late PUT's bytes go when the URL expires
+    (`purge_completed_staging`)."""
+    with services.db.read() as session:
+        upload = repository.by_staging_key(session, key)
+    if upload is not None and upload.completed_at is not None:
+        raise UploadCompleted()
 
 
 def complete(services: Services, account_id: str, upload_id: str) -> Media:
@@ -167,4 +188,18 @@ def purge_abandoned(services: Services, batch: int = 500) -> int:
         services.storage.delete(upload.staging_key)
         with services.db.write() as session:
             repository.remove(session, upload.id)
+    return len(uploads)
+
+
+def purge_completed_staging(services: Services, batch: int = 500) -> int:
+    """Delete what was PUT to completed uploads' URLs after (or while) they completed, once
+    those URLs have expired; returns how many uploads were seen to."""
+    now = utcnow()
+    with services.db.read() as session:
+        uploads = repository.completed_with_expired_urls(session, now, batch)
+    for upload in uploads:
+        services.storage.delete(upload.staging_key)
+    if uploads:
+        with services.db.write() as session:
+            repository.mark_staging_purged(session, [upload.id for upload in uploads], now)
     return len(uploads)

@@ -9,7 +9,7 @@ from fastapi import APIRouter, Request
 from core.uploads import service as uploads
 from gateway.auth import CallerDep
 from gateway.contract import ERROR_RESPONSES, ContractRoute, ErrorEnvelope
-from gateway.dependencies import ServicesDep, SignerDep
+from gateway.dependencies import ServicesDep, SignerDep, files_base_url
 from gateway.paths import UploadId
 from gateway.uploads.schemas import PresignEnvelope, PresignRequest, UploadEnvelope
 
@@ -21,7 +21,7 @@ def presign(
     request: Request, body: PresignRequest, caller: CallerDep, services: ServicesDep
 ) -> Any:
     presigned = uploads.presign(
-        services, caller.account_id, body.filename, body.contentType, str(request.base_url)
+        services, caller.account_id, body.filename, body.contentType, files_base_url(request)
     )
     return {
         "data": {

@@ -26,6 +26,10 @@ def serve(
     no_workers: Annotated[
         bool, typer.Option("--no-workers", help="Only the gateway; workers run elsewhere.")
     ] = False,
+    metrics_port: Annotated[
+        int,
+        typer.Option(help="Port of /metrics, /healthz and /readyz, off the public one (0: none)"),
+    ] = 0,
     log_level: str = "info",
 ) -> None:
     """Run the HTTP gateway; in embedded mode also one worker per queue in this process."""
@@ -35,7 +39,7 @@ def serve(
 
     configure_logging(log_level)
     try:
-        processes.serve(open_services(), host, port, no_workers, log_level)
+        processes.serve(open_services(), host, port, no_workers, log_level, metrics_port)
     except processes.StartRefused as refused:
         fail(str(refused))
 

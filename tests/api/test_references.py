@@ -136,7 +136,9 @@ def test_references_that_do_not_resolve_are_400_naming_each_field(
         details = generate(client, outside).json()["error"]["details"]
         assert details["references[0]"].startswith("could not be fetched: 127.0.0.1 is a loopback")
         assert "169.254.169.254 is a link-local address" in details["references[1]"]
-        assert "(127.0.0.1) is a loopback address" in details["references[2]"]
+        assert details["references[2]"] == (
+            "could not be fetched: 0x7f.0.0.1 resolves to a non-public address"
+        )
         assert details["references[3]"] == "reference not found"
         assert client.get("/jobs").json()["data"] == []
     assert web.seen == []

@@ -20,10 +20,11 @@ from PIL import Image
 from sqlalchemy import update
 
 from core.clock import utcnow
+from core.storage.local import LocalStorage
 from core.tables import Upload
 from core.uploads.service import purge_abandoned, staging_key
 from tests.support.images import animated_bomb, image_bytes
-from tests.support.service import Service
+from tests.support.service import Service, wait_until
 
 MiB = 1024 * 1024
 
@@ -251,3 +252,47 @@ def test_abandoned_uploads_lose_their_staged_bytes(service: Service) -> None:
     assert stored_size(service, kept["uploadId"]) is not None
     with service.services.db.read() as session:
         assert session.get(Upload, abandoned["uploadId"]) is None
+
+
+@EVERY_STORAGE
+def test_a_completed_uploads_url_takes_no_more_bytes_and_late_ones_are_purged(
+    service: Service,
+) -> None:
+    """Issue 22 item 3: a second PUT after complete is refused (local storage, where the
+    service answers the PUT) or, on S3, removed by housekeeping once the URL has expired."""
+    data = image_bytes((9, 9, 9))
+    with service.client(service.new_key()) as client:
+        presigned = presign(client)
+        assert put(presigned["uploadUrl"], data).status_code == 200
+        done = client.post(f"/uploads/{presigned['uploadId']}/complete")
+        assert done.status_code == 200
+        late = put(presigned["uploadUrl"], b"\0" * MiB)
+        if isinstance(service.services.storage, LocalStorage):
+            assert late.status_code == 409
+            assert late.json()["error"] == {
+                "code": "CONFLICT",
+                "message": "The upload is already completed; its URL takes no more PUTs",
+                "details": None,
+            }
+            assert stored_size(service, presigned["uploadId"]) is None
+        else:
+            assert late.status_code == 200  # S3 answers presigned PUTs itself
+            assert stored_size(service, presigned["uploadId"]) == MiB
+        with service.services.db.write() as session:
+            session.execute(
+                update(Upload)
+                .where(Upload.id == presigned["uploadId"])
+                .values(expires_at=utcnow() - timedelta(seconds=1))
+            )
+
+        # The housekeeping (every 0.5 s in tests) removes whatever a late PUT staged.
+        def purged() -> bool:
+            with service.services.db.read() as session:
+                upload = session.get(Upload, presigned["uploadId"])
+                return upload is not None and upload.staging_purged_at is not None
+
+        wait_until(purged, 10, "the staging of the completed upload purged")
+        assert stored_size(service, presigned["uploadId"]) is None
+        again = client.post(f"/uploads/{presigned['uploadId']}/complete")
+        assert again.json()["data"] == {**done.json()["data"], "url": again.json()["data"]["url"]}
+        assert httpx.get(again.json()["data"]["url"]).content == data

@@ -65,6 +65,17 @@ def refused(url: str, rules: FetchPolicy) -> str:
         ("::ffff:8.8.8.8", "IPv4-mapped"),
         ("192.0.2.10", "private"),  # TEST-NET-1, documentation only
         ("2001:db8::1", "private"),
+        # 6to4 around a non-public IPv4 (loopback, the metadata address), the deprecated
+        # site-local range, the newer documentation range: the allow rule refuses them all.
+        ("2002:7f00:1::", "6to4"),
+        ("2002:a9fe:a9fe::", "6to4"),
+        ("2002:0a00:0001::1", "6to4"),
+        ("fec0::1", "site-local"),
+        ("3fff::1", "not a public address"),
+        ("3fff:0fff::1", "not a public address"),
+        ("64:ff9b::a00:1", "reserved"),  # NAT64 of 10.0.0.1
+        ("2001:0:4136:e378:8000:63bf:3fff:fdd2", "private"),  # Teredo
+        ("4000::1", "reserved"),  # outside global unicast
     ],
 )
 def test_refusal_reason_names_each_kind_of_internal_address(address: str, reason: str) -> None:
@@ -72,7 +83,9 @@ def test_refusal_reason_names_each_kind_of_internal_address(address: str, reason
     assert found is not None and reason in found, found
 
 
-@pytest.mark.parametrize("address", ["8.8.8.8", "1.1.1.1", "93.184.216.34", "2606:4700::1111"])
+@pytest.mark.parametrize(
+    "address", ["8.8.8.8", "1.1.1.1", "93.184.216.34", "2606:4700::1111", "2002:0808:0808::1"]
+)
 def test_public_addresses_are_not_refused(address: str) -> None:
     assert refusal_reason(ipaddress.ip_address(address)) is None
 
@@ -96,13 +109,14 @@ def test_allow_listed_host_is_fetched_over_plain_http(web: WebServer) -> None:
 @pytest.mark.parametrize(
     ("host", "reason"),
     [
-        ("127.0.0.1", "loopback"),
-        ("localhost", "loopback"),
-        ("2130706433", "loopback"),  # decimal
-        ("0177.0.0.1", "loopback"),  # octal
-        ("0x7f.0.0.1", "loopback"),  # hex
-        ("0x7f000001", "loopback"),  # one hex number
-        ("127.1", "loopback"),  # short form
+        ("127.0.0.1", "127.0.0.1 is a loopback"),
+        # A name: what it resolves to is never shown (issue 22 item 10).
+        ("localhost", "localhost resolves to a non-public address"),
+        ("2130706433", "resolves to a non-public address"),  # decimal
+        ("0177.0.0.1", "resolves to a non-public address"),  # octal
+        ("0x7f.0.0.1", "resolves to a non-public address"),  # hex
+        ("0x7f000001", "resolves to a non-public address"),  # one hex number
+        ("127.1", "resolves to a non-public address"),  # short form
         ("[::1]", "loopback"),
         ("[::ffff:127.0.0.1]", "IPv4-mapped"),
         ("0.0.0.0", "unspecified"),
@@ -115,6 +129,8 @@ def test_every_spelling_of_this_machine_is_refused_before_connecting(
     for scheme in ("https", "http"):
         message = refused(f"{scheme}://{host}:{web.port}/image.png", policy())
         assert reason in message, message
+        if "resolves" in reason:
+            assert "127.0.0.1" not in message, "a name's address is never shown"
     assert web.paths == []
 
 

@@ -106,7 +106,13 @@ def test_a_postgres_outage_answers_503_writes_nothing_half_and_recovers(
                     assert answer.status_code == 503, answer.text
                     assert answer.json()["error"]["code"] == "SERVICE_UNAVAILABLE"
                     assert int(answer.headers["Retry-After"]) >= 1
-                assert httpx.get(f"{gateway.url}/readyz").status_code == 503
+                not_ready = httpx.get(f"{gateway.url}/readyz")
+                assert not_ready.status_code == 503
+                # What is down, never the driver's error text (hosts, users: issue 22 item 11).
+                assert not_ready.json()["error"]["details"] == {
+                    "database": "unavailable",
+                    "broker": "ok",
+                }
                 assert httpx.get(f"{gateway.url}/healthz").status_code == 200
                 threading.Timer(2.0, proxy.restore).start()
                 started = time.monotonic()

@@ -127,7 +127,10 @@ def test_gateway_probes_and_metrics_need_no_key(fleet: Fleet) -> None:
     ready = httpx.get(f"{gateway.url}/readyz")
     assert ready.status_code == 200
     assert ready.json() == {"status": "ready", "checks": {"database": "ok", "broker": "ok"}}
-    text = httpx.get(f"{gateway.url}/metrics").text
+    # Metrics only on the gateway's own port (--metrics-port), never on the public one.
+    assert httpx.get(f"{gateway.url}/metrics").status_code == 404
+    assert httpx.get(f"{gateway.metrics_url}/healthz").json() == {"status": "ok"}
+    text = httpx.get(f"{gateway.metrics_url}/metrics").text
     assert sample_value(text, "sfumato_jobs_created_total", type="image.generate") >= 1
     assert (
         sample_value(text, "sfumato_http_requests_total", route="/v1/jobs/{id}", status="200") >= 1

@@ -133,7 +133,24 @@ def test_probes_point_at_the_health_endpoints(rendered: list[dict[str, Any]]) ->
     gateway = container(deployments["sfumato-gateway"])
     assert "--no-workers" in gateway["args"]
     port = int(gateway["args"][gateway["args"].index("--port") + 1])
-    assert gateway["ports"] == [{"name": "http", "containerPort": port}]
+    metrics_port = int(gateway["args"][gateway["args"].index("--metrics-port") + 1])
+    assert metrics_port != port
+    assert gateway["ports"] == [
+        {"name": "http", "containerPort": port},
+        {"name": "metrics", "containerPort": metrics_port},
+    ]
+    # Prometheus scrapes the metrics port; the Service exposes only the API (issue 19).
+    pod = deployments["sfumato-gateway"]["spec"]["template"]["metadata"]
+    assert pod["annotations"]["prometheus.io/port"] == str(metrics_port)
+    services = by_kind(rendered, "Service")
+    assert [entry["targetPort"] for entry in services["sfumato-gateway"]["spec"]["ports"]] == [
+        "http"
+    ]
+    # Absolute URLs from configuration, never from a request's Host header (issue 22).
+    environment = by_kind(rendered, "ConfigMap")["sfumato-env"]["data"]
+    assert environment["SFUMATO_PUBLIC_URL"].startswith("https://")
+    assert environment["SFUMATO_FILES_URL"].startswith("https://")
+    assert environment["SFUMATO_FILES_URL"] != environment["SFUMATO_PUBLIC_URL"]
     assert gateway["livenessProbe"]["httpGet"]["path"] == "/healthz"
     assert gateway["readinessProbe"]["httpGet"]["path"] == "/healthz"
     dockerfile = (DEPLOY / "docker" / "Dockerfile").read_text()
@@ -261,6 +278,7 @@ def test_the_compose_file_runs_every_queue_on_shared_services() -> None:
     assert sorted(service["command"][1] for service in workers.values()) == sorted(QUEUES)
     gateway = services["gateway"]
     assert "--no-workers" in gateway["command"] and gateway["ports"] == ["8000:8000"]
+    assert "--metrics-port" in gateway["command"], "metrics off the published port"
     for service in [gateway, *workers.values()]:
         environment = service["environment"]
         assert environment["SFUMATO_BROKER_URL"].startswith("redis://redis:")

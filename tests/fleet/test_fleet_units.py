@@ -90,7 +90,7 @@ def test_an_embedded_gateway_shows_its_workers_metrics(service: Service, key: st
     with service.client(key) as client:
         wait_done(client, create(client, "[sleep 0] measured in-process")["id"])
         client.request("PROPFIND", "/jobs")
-    text = httpx.get(f"{service.url}/metrics").text
+    text = httpx.get(f"{service.metrics_url}/metrics").text
     # A method nobody routes is counted, under a label that cannot grow without bound.
     assert sample_value(text, "sfumato_http_requests_total", method="other") >= 1
     assert 'method="PROPFIND"' not in text

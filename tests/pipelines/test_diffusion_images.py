@@ -186,6 +186,6 @@ def test_the_worker_reports_its_batches_and_model_cache_lookups(diffusion: Servi
     key = diffusion.new_key()
     with diffusion.client(key) as client:
         wait_done(client, create(client, f"metrics-{time.monotonic_ns()}")["id"])
-    text = httpx.get(f"{diffusion.url}/metrics").text
+    text = httpx.get(f"{diffusion.metrics_url}/metrics").text
     assert sample_value(text, "sfumato_batch_size_count", pipeline="generate") >= 1
     assert sample_value(text, "sfumato_model_cache_lookups_total", result="hit") >= 1

@@ -51,6 +51,12 @@ def _toml_tables(table: dict[str, Any], path: tuple[str, ...]) -> Iterator[str]:
 class Gateway:
     process: Process
     port: int
+    metrics_port: int
+
+    @property
+    def metrics_url(self) -> str:
+        """The gateway's own monitoring port: /metrics, /healthz, /readyz."""
+        return f"http://127.0.0.1:{self.metrics_port}"
 
     @property
     def api(self) -> str:
@@ -70,10 +76,11 @@ class Fleet:
     workers: list[Process] = field(default_factory=list)
 
     def add_gateway(self) -> Gateway:
-        port = free_port()
+        port, metrics_port = free_port(), free_port()
         log = self.folder / f"gateway-{port}.log"
-        process = Process(["serve", "--no-workers", "--port", str(port)], self.env, log).start()
-        gateway = Gateway(process, port)
+        args = ["serve", "--no-workers", "--port", str(port), "--metrics-port", str(metrics_port)]
+        process = Process(args, self.env, log).start()
+        gateway = Gateway(process, port, metrics_port)
         self.gateways.append(gateway)
         return gateway
 

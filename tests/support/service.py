@@ -19,11 +19,13 @@ import httpx
 import uvicorn
 
 from core.accounts import service as accounts
+from core.health import ReadinessChecks
 from core.services import Services
 from core.settings import Settings
 from gateway.app import create_app
 from gateway.runtime import Gateway
 from sfumato.processes import build_gateway
+from workers.metrics import ProbeServer
 
 REPO = Path(__file__).resolve().parents[2]
 SFUMATO = [sys.executable, "-m", "sfumato"]
@@ -133,6 +135,8 @@ class Service:
     services: Services
     gateway: Gateway
     url: str
+    # The gateway's monitoring port (`sfumato serve --metrics-port`): /metrics, /healthz, /readyz.
+    metrics_url: str
     workers: list[Process] = field(default_factory=list)
 
     @property
@@ -169,6 +173,9 @@ def running_service(mode: Mode, data_dir: Path) -> Iterator[Service]:
     services.prepare()
     gateway = build_gateway(services, run_workers=not mode.separate_workers)
     server = ThreadedServer(create_app(gateway))
+    probes = ProbeServer(
+        0, ReadinessChecks(services), host="127.0.0.1", exposition=gateway.metrics.exposition
+    )
     workers = []
     if mode.separate_workers:
         for queue in ("image", "video", "style"):
@@ -176,14 +183,21 @@ def running_service(mode: Mode, data_dir: Path) -> Iterator[Service]:
                 Process(["worker", "--queue", queue], env, data_dir / f"worker-{queue}.log").start()
             )
     server.start()
+    probes.start()
     for worker in workers:
         worker.wait_for_log(" ready.")
     service = Service(
-        mode=mode, services=services, gateway=gateway, url=server.url, workers=workers
+        mode=mode,
+        services=services,
+        gateway=gateway,
+        url=server.url,
+        metrics_url=f"http://127.0.0.1:{probes.port}",
+        workers=workers,
     )
     try:
         yield service
     finally:
+        probes.stop()
         server.stop()
         for worker in workers:
             worker.stop()

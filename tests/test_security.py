@@ -1,0 +1,453 @@
+"""Security hardening through the public surface (issues 19 and 22): what `/files` answers,
+where absolute URLs point, the HTTP server's bounds on a real `sfumato serve` over raw sockets,
+the decode budget, the metrics port, and the small leaks of the review."""
+
+from __future__ import annotations
+
+import io
+import socket
+import tempfile
+import time
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import av
+import httpx
+import pytest
+from PIL import Image
+from pydantic import ValidationError
+
+from core.images import DECODE_BUDGET
+from core.settings import Settings
+from tests.conftest import embedded_mode
+from tests.support.service import Process, Service, free_port, running_service, wait_until
+from tests.test_jobs import create, wait_done
+from tests.test_uploads import presign, put
+from tests.test_videos import video_done
+
+FILES_CSP = "default-src 'none'; img-src 'self'; media-src 'self'; sandbox"
+
+
+def assert_hardened(response: httpx.Response, disposition: str) -> None:
+    assert response.headers["x-content-type-options"] == "nosniff"
+    assert response.headers["content-security-policy"] == FILES_CSP
+    assert response.headers["content-disposition"] == disposition
+
+
+# /files
+
+
+def test_files_are_served_with_nosniff_a_sandbox_and_inline_only_for_media(
+    service: Service, key: str
+) -> None:
+    with service.client(key) as client:
+        job = wait_done(client, create(client, "a calm blue sea at dawn")["id"])
+    url = job["result"]["images"][0]["url"]
+    got = httpx.get(url)
+    assert got.status_code == 200 and got.headers["content-type"] == "image/png"
+    name = urlsplit(url).path.rsplit("/", 1)[1]
+    assert_hardened(got, f'inline; filename="{name}"')
+    assert Image.open(io.BytesIO(got.content)).format == "PNG"
+    head = httpx.head(url)
+    assert head.status_code == 200 and head.content == b""
+    for header in ("content-type", "content-length", "content-disposition", "etag"):
+        assert head.headers[header] == got.headers[header]
+    assert_hardened(head, f'inline; filename="{name}"')
+    # Anything the service did not make itself as media is a download, never a page.
+    storage = service.services.storage
+    for planted, content_type in (
+        ("results/evil page.svg", "image/svg+xml"),
+        ("results/evil.html", "text/html"),
+        ("results/no-extension", "application/octet-stream"),
+    ):
+        storage.put_bytes(planted, b"<svg onload='alert(1)'/>", content_type)
+        response = httpx.get(storage.url_for(planted, base_url=service.url, expires_in=60))
+        assert response.status_code == 200, planted
+        assert response.headers["content-type"].split(";")[0] == content_type
+        safe_name = planted.rsplit("/", 1)[1].replace(" ", "_")
+        assert_hardened(response, f'attachment; filename="{safe_name}"')
+
+
+def _decoded_frames(data: bytes) -> int:
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "clip.mp4"
+        path.write_bytes(data)
+        with av.open(str(path)) as container:
+            return sum(1 for _ in container.decode(container.streams.video[0]))
+
+
+def test_videos_answer_range_requests_that_reassemble_the_mp4(service: Service) -> None:
+    key = service.new_key(credits=5000)
+    with service.client(key) as client:
+        image = wait_done(client, create(client, "a calm blue sea at dawn")["id"])
+        response = client.post(
+            "/videos/image-to-video",
+            json={"image": image["id"], "prompt": "zoom", "duration": 1, "resolution": "480p"},
+        )
+        assert response.status_code == 202, response.text
+        job = video_done(client, response.json()["data"]["id"])
+    url = job["result"]["video"]["url"]
+    whole = httpx.get(url)
+    assert whole.headers["accept-ranges"] == "bytes"
+    assert whole.headers["content-type"] == "video/mp4"
+    assert whole.headers["content-disposition"].startswith("inline; ")
+    size = len(whole.content)
+    pieces = []
+    for start, end in ((0, 999), (1000, size // 2), (size // 2 + 1, size - 1)):
+        part = httpx.get(url, headers={"Range": f"bytes={start}-{end}"})
+        assert part.status_code == 206
+        assert part.headers["content-range"] == f"bytes {start}-{end}/{size}"
+        assert_hardened(part, whole.headers["content-disposition"])
+        pieces.append(part.content)
+    assert _decoded_frames(b"".join(pieces)) == 24
+    tail = httpx.get(url, headers={"Range": "bytes=-500"})
+    assert tail.status_code == 206 and tail.content == whole.content[-500:]
+    beyond = httpx.get(url, headers={"Range": f"bytes={size}-"})
+    assert beyond.status_code == 416
+    assert beyond.headers["content-range"] == f"bytes */{size}"
+
+
+# Absolute URLs
+
+
+@pytest.fixture(scope="module")
+def configured(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Service]:
+    """A service told its public URL and its separate files origin, with a decode budget of
+    100 MB (the budget is the process's: it stays so for the tests after these)."""
+    mode = embedded_mode()
+    mode.env["SFUMATO_PUBLIC_URL"] = "https://api.example.test"
+    mode.env["SFUMATO_FILES_URL"] = "https://files.example.test/"
+    mode.env["SFUMATO_DECODE_MEMORY_MB"] = "100"
+    with running_service(mode, tmp_path_factory.mktemp("configured")) as service:
+        yield service
+
+
+def test_absolute_urls_use_the_configured_origins_never_the_host_header(
+    configured: Service,
+) -> None:
+    key = configured.new_key()
+    spoofed = {"Host": "attacker.example"}
+    with configured.client(key) as client:
+        presigned = client.post(
+            "/uploads", json={"filename": "a.png", "contentType": "image/png"}, headers=spoofed
+        ).json()["data"]
+        assert presigned["uploadUrl"].startswith("https://files.example.test/files/staging/")
+        job = wait_done(client, create(client, "a calm blue sea at dawn")["id"])
+        read = client.get(f"/images/{job['id']}", headers=spoofed).json()["data"]
+    for url in (job["result"]["images"][0]["url"], read["result"]["images"][0]["url"]):
+        assert url.startswith("https://files.example.test/files/images/")
+        # The files origin routes to the gateways' /files: the same path and query serve it.
+        assert httpx.get(_on(configured, url)).status_code == 200
+
+
+def test_without_configuration_upload_urls_follow_the_request(service: Service, key: str) -> None:
+    """Development default (documented): no public URL set, the Host header decides."""
+    with service.client(key) as client:
+        upload_url = presign(client)["uploadUrl"]
+    assert upload_url.startswith(service.url + "/files/")
+    assert put(upload_url, b"x").status_code == 200
+
+
+# The HTTP server of a real `sfumato serve` process, over raw sockets (issue 22 item 2)
+
+HEAD_TIMEOUT_SECONDS = 2
+
+
+@dataclass(frozen=True)
+class Served:
+    address: str  # host:port of the public port
+    metrics_url: str
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
+    """`sfumato serve` in its own process, with a short head deadline and a small concurrency
+    limit so the tests see both, and a metrics port."""
+    data_dir = tmp_path_factory.mktemp("server")
+    port, metrics_port = free_port(), free_port()
+    env = {
+        **embedded_mode().env,
+        "SFUMATO_DATA_DIR": str(data_dir),
+        "SFUMATO_HEADER_TIMEOUT_SECONDS": str(HEAD_TIMEOUT_SECONDS),
+        "SFUMATO_MAX_CONCURRENCY": "4",
+    }
+    args = ["serve", "--port", str(port), "--metrics-port", str(metrics_port)]
+    process = Process(args, env, data_dir / "serve.log").start()
+    try:
+        wait_until(lambda: _answers(port), 180, "sfumato serve to answer")
+        yield Served(f"127.0.0.1:{port}", f"http://127.0.0.1:{metrics_port}")
+    finally:
+        process.stop()
+
+
+@pytest.fixture
+def server(served: Served) -> str:
+    return served.address
+
+
+def test_metrics_are_served_on_the_metrics_port_only(served: Served) -> None:
+    public = httpx.get(f"http://{served.address}/metrics")
+    assert public.status_code == 404
+    assert public.json()["error"]["code"] == "NOT_FOUND"
+    metrics = httpx.get(f"{served.metrics_url}/metrics")
+    assert metrics.status_code == 200
+    assert "sfumato_http_requests_total" in metrics.text
+    assert httpx.get(f"{served.metrics_url}/readyz").json()["status"] == "ready"
+
+
+def _answers(port: int) -> bool:
+    try:
+        return httpx.get(f"http://127.0.0.1:{port}/healthz").status_code == 200
+    except httpx.TransportError:
+        return False
+
+
+def _connect(address: str) -> socket.socket:
+    host, port = address.split(":")
+    return socket.create_connection((host, int(port)), timeout=10)
+
+
+def _read_all(sock: socket.socket) -> bytes:
+    received = b""
+    try:
+        while chunk := sock.recv(65536):
+            received += chunk
+    except (ConnectionResetError, TimeoutError):
+        pass
+    return received
+
+
+def test_a_request_head_over_64_kib_is_refused_before_it_is_read(server: str) -> None:
+    with _connect(server) as sock:
+        sock.sendall(
+            b"GET /v1/jobs HTTP/1.1\r\nHost: x\r\nX-Padding: " + b"a" * 60_000 + b"\r\n\r\n"
+        )
+        assert _read_all_until(sock, b"\r\n\r\n").startswith(b"HTTP/1.1 401 ")  # within bounds
+    with _connect(server) as sock:
+        sock.sendall(b"GET /v1/jobs HTTP/1.1\r\nHost: x\r\n")
+        sent = 0
+        try:
+            for _ in range(64 * 16):  # up to 64 MiB, as in the review; refused long before
+                sock.sendall(b"X-Flood: " + b"a" * 65_000 + b"\r\n")
+                sent += 65_000
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+        answer = _read_all(sock)
+    assert sent < 4 * 1024 * 1024, "the server kept reading an endless head"
+    assert answer == b"" or answer.startswith(b"HTTP/1.1 400 ")
+
+
+def _read_all_until(sock: socket.socket, marker: bytes) -> bytes:
+    received = b""
+    while marker not in received:
+        chunk = sock.recv(65536)
+        if not chunk:
+            break
+        received += chunk
+    return received
+
+
+def test_a_head_trickled_a_line_at_a_time_loses_its_connection(server: str) -> None:
+    with _connect(server) as sock:
+        started = time.monotonic()
+        sock.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n")
+        closed_after = None
+        for index in range(20):
+            time.sleep(0.5)
+            try:
+                sock.sendall(f"X-Line-{index}: slow\r\n".encode())
+            except (BrokenPipeError, ConnectionResetError):
+                closed_after = time.monotonic() - started
+                break
+            sock.settimeout(0.01)
+            try:
+                if sock.recv(1) == b"":
+                    closed_after = time.monotonic() - started
+                    break
+            except TimeoutError:
+                pass
+            finally:
+                sock.settimeout(10)
+    assert closed_after is not None, "a trickled head kept its connection for 10 s"
+    assert HEAD_TIMEOUT_SECONDS <= closed_after < HEAD_TIMEOUT_SECONDS + 2
+    # A connection that sends its head in time is served, and kept alive for the next one.
+    with _connect(server) as sock:
+        for _ in range(2):
+            sock.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+            assert _read_all_until(sock, b'"ok"}').startswith(b"HTTP/1.1 200 ")
+
+
+def test_connections_beyond_the_concurrency_limit_get_503(server: str) -> None:
+    idle = [_connect(server) for _ in range(4)]
+    try:
+        time.sleep(0.2)
+        with _connect(server) as sock:
+            sock.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+            assert _read_all(sock).startswith(b"HTTP/1.1 503 ")
+    finally:
+        for sock in idle:
+            sock.close()
+    wait_until(lambda: httpx.get(f"http://{server}/healthz").status_code == 200, 10, "served")
+
+
+def test_malformed_http_is_answered_400_in_plain_text(server: str) -> None:
+    with _connect(server) as sock:
+        sock.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\nBad Header\r\n\r\n")
+        answer = _read_all(sock)
+    assert answer.startswith(b"HTTP/1.1 400 ")
+    assert b"content-type: text/plain" in answer.lower()
+    assert answer.endswith(b"Invalid HTTP request received.")
+
+
+# Decode amplification (issue 22 item 4)
+
+
+def _on(service: Service, url: str) -> str:
+    """`url` (on the configured files origin, which routes to the gateways) on this gateway."""
+    parts = urlsplit(url)
+    return f"{service.url}{parts.path}?{parts.query}"
+
+
+def _uploaded(service: Service, client: httpx.Client, data: bytes, content_type: str) -> str:
+    presigned = presign(client, content_type)
+    assert put(_on(service, presigned["uploadUrl"]), data, content_type).status_code == 200
+    return str(presigned["uploadId"])
+
+
+def test_concurrent_checks_of_large_images_stay_within_the_decode_budget(
+    configured: Service,
+) -> None:
+    # 16 megapixels of RGBA: 64 MB decoded from a file of a few kilobytes.
+    png = io.BytesIO()
+    Image.new("RGBA", (4000, 4000), (10, 20, 30, 255)).save(png, format="PNG")
+    assert len(png.getvalue()) < 200_000
+    MB = 1024 * 1024
+    with configured.client(configured.new_key()) as client:
+        upload_ids = [_uploaded(configured, client, png.getvalue(), "image/png") for _ in range(4)]
+        DECODE_BUDGET.peak = 0
+        with ThreadPoolExecutor(4) as pool:
+            answers = list(
+                pool.map(
+                    lambda upload_id: client.post(f"/uploads/{upload_id}/complete"), upload_ids
+                )
+            )
+        assert [answer.status_code for answer in answers] == [200] * 4
+        assert all(answer.json()["data"]["width"] == 4000 for answer in answers)
+        # Priced at 4 bytes a pixel; with 100 MB only one fits at a time.
+        assert DECODE_BUDGET.capacity == 100 * MB
+        assert DECODE_BUDGET.peak == 4000 * 4000 * 4
+        # A JPEG is checked at an eighth of its size: 1/64 of the memory.
+        jpeg = io.BytesIO()
+        Image.new("RGB", (4000, 4000), (10, 20, 30)).save(jpeg, format="JPEG")
+        upload_id = _uploaded(configured, client, jpeg.getvalue(), "image/jpeg")
+        DECODE_BUDGET.peak = 0
+        done = client.post(f"/uploads/{upload_id}/complete").json()["data"]
+        assert (done["contentType"], done["width"], done["height"]) == ("image/jpeg", 4000, 4000)
+        assert DECODE_BUDGET.peak == 500 * 500 * 4
+        # A truncated JPEG is still found out, at that scale.
+        upload_id = _uploaded(
+            configured, client, jpeg.getvalue()[: len(jpeg.getvalue()) // 2], "image/jpeg"
+        )
+        refused = client.post(f"/uploads/{upload_id}/complete")
+        assert refused.status_code == 400
+        assert refused.json()["error"]["details"] == {"file": "is corrupt or truncated"}
+
+
+# The small leaks (issue 22 items 5, 6, 7, 9, 10; item 11, /readyz, in test_faults_fleet.py)
+
+
+def test_a_key_header_sent_twice_is_401_whichever_comes_first(service: Service, key: str) -> None:
+    other = service.new_key()
+    for headers in (
+        [("x-api-key", key), ("x-api-key", other)],
+        [("x-api-key", key), ("x-api-key", key)],
+        [("authorization", f"Bearer {key}"), ("authorization", f"Bearer {other}")],
+        [("x-api-key", key), ("authorization", "Bearer a"), ("authorization", "Bearer b")],
+    ):
+        response = httpx.get(f"{service.api}/jobs", headers=headers)
+        assert response.status_code == 401, headers
+        assert response.json()["error"]["code"] == "UNAUTHORIZED"
+    assert httpx.get(f"{service.api}/jobs", headers=[("x-api-key", key)]).status_code == 200
+
+
+def test_a_repeated_query_parameter_is_400_naming_it(service: Service, key: str) -> None:
+    with service.client(key) as client:
+        job = create(client, "[sleep 0] once")
+        for path, query, named in (
+            (f"/jobs/{job['id']}", "wait=junk&wait=true", "wait"),
+            (f"/jobs/{job['id']}", "wait=true&wait=true", "wait"),
+            ("/jobs", "limit=5&cursor=a&limit=50", "limit"),
+            ("/styles", "limit=1&limit=2", "limit"),
+        ):
+            response = client.get(f"{path}?{query}")
+            assert response.status_code == 400, (path, query)
+            assert response.json()["error"]["details"] == {named: "must be given at most once"}
+        assert client.get(f"/jobs/{job['id']}?wait=junk").status_code == 400
+        assert client.get("/jobs?limit=5").status_code == 200
+
+
+def test_a_trailing_slash_is_a_404_in_the_envelope_not_a_redirect(
+    service: Service, key: str
+) -> None:
+    with service.client(key) as client:
+        for method, path in (
+            ("POST", "/images/generate/"),
+            ("GET", "/jobs/"),
+            ("GET", "/account/"),
+        ):
+            response = client.request(method, path, json={"prompt": "x"})
+            assert response.status_code == 404, path
+            assert "location" not in response.headers
+            assert response.json()["error"]["code"] == "NOT_FOUND"
+    anonymous = httpx.post(f"{service.api}/images/generate/", headers={"Host": "evil.test"})
+    assert anonymous.status_code == 401 and "location" not in anonymous.headers
+
+
+def test_references_to_non_public_ipv6_and_names_are_refused_without_their_addresses(
+    service: Service, key: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real_getaddrinfo = socket.getaddrinfo
+
+    def internal(host: object, port: object, *args: object, **kwargs: object) -> object:
+        if host == "db.internal":
+            return [(socket.AF_INET, socket.SOCK_STREAM, 6, "", ("10.0.3.4", port))]
+        return real_getaddrinfo(host, port, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(socket, "getaddrinfo", internal)
+    references = [
+        "https://[2002:7f00:1::]/a.png",
+        "https://[2002:a9fe:a9fe::]/a.png",
+        "https://[fec0::1]/a.png",
+        "https://[3fff::1]/a.png",
+    ]
+    with service.client(key) as client:
+        refused = client.post("/images/generate", json={"prompt": "x", "references": references})
+        named = client.post(
+            "/images/generate", json={"prompt": "x", "references": ["https://db.internal/a.png"]}
+        )
+    assert refused.status_code == 400 and named.status_code == 400
+    assert refused.json()["error"]["details"] == {
+        "references[0]": "could not be fetched: 2002:7f00:1:: is a 6to4 address of a "
+        "non-public IPv4 address",
+        "references[1]": "could not be fetched: 2002:a9fe:a9fe:: is a 6to4 address of a "
+        "non-public IPv4 address",
+        "references[2]": "could not be fetched: fec0::1 is a site-local address",
+        "references[3]": "could not be fetched: 3fff::1 is not a public address",
+    }
+    assert named.json()["error"]["details"] == {
+        "references[0]": "could not be fetched: db.internal resolves to a non-public address"
+    }
+    assert "10.0.3.4" not in named.text
+
+
+def test_public_and_files_urls_must_be_absolute_http_urls() -> None:
+    assert Settings(public_url="https://api.example.test/").public_url == "https://api.example.test"
+    assert Settings(files_url="").files_url == ""
+    for wrong in ("api.example.test", "ftp://files.example.test", "https://a.test/?x=1"):
+        with pytest.raises(ValidationError):
+            Settings(public_url=wrong)
+        with pytest.raises(ValidationError):
+            Settings(files_url=wrong)
