@@ -25,6 +25,7 @@ from core.tables import Upload
 from core.uploads.service import purge_abandoned, staging_key
 from tests.support.images import animated_bomb, image_bytes
 from tests.support.service import Service, wait_until
+from tests.support.uploads import presign, put
 
 MiB = 1024 * 1024
 
@@ -32,17 +33,6 @@ MiB = 1024 * 1024
 # Local storage in both modes, and S3 (tests/conftest.py).
 EVERY_STORAGE = pytest.mark.parametrize("service", ["embedded", "distributed", "s3"], indirect=True)
 ONLY_S3 = pytest.mark.parametrize("service", ["s3"], indirect=True)
-
-
-def presign(client: httpx.Client, content_type: str = "image/png") -> dict:
-    response = client.post("/uploads", json={"filename": "photo.png", "contentType": content_type})
-    assert response.status_code == 200, response.text
-    return response.json()["data"]
-
-
-def put(url: str, data: bytes, content_type: str | None = "image/png") -> httpx.Response:
-    headers = {"Content-Type": content_type} if content_type else {}
-    return httpx.put(url, content=data, headers=headers, timeout=60)
 
 
 def stored_size(service: Service, upload_id: str) -> int | None:

@@ -23,10 +23,9 @@ from pydantic import ValidationError
 from core.images import DECODE_BUDGET
 from core.settings import Settings
 from tests.conftest import embedded_mode
+from tests.support.http_jobs import create, video_done, wait_done
 from tests.support.service import Process, Service, free_port, running_service, wait_until
-from tests.test_jobs import create, wait_done
-from tests.test_uploads import presign, put
-from tests.test_videos import video_done
+from tests.support.uploads import presign, put
 
 FILES_CSP = "default-src 'none'; img-src 'self'; media-src 'self'; sandbox"
 
