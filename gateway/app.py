@@ -24,7 +24,7 @@ from gateway.jobs.router import router as jobs_router
 from gateway.limits import RateLimitMiddleware
 from gateway.metrics import MetricsMiddleware
 from gateway.middleware import AuthMiddleware, BodyLimitMiddleware
-from gateway.openapi import install_openapi
+from gateway.openapi import install_openapi, operation_id
 from gateway.runtime import Gateway
 from gateway.styles.router import router as styles_router
 from gateway.uploads.router import router as uploads_router
@@ -86,6 +86,7 @@ def create_app(gateway: Gateway) -> FastAPI:
         lifespan=lifespan,
         # `/v1/images/generate/` is a 404 in the envelope, not a bare 307 to the Host header.
         redirect_slashes=False,
+        generate_unique_id_function=operation_id,
     )
     app.state.gateway = gateway
     for router in (

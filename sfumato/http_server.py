@@ -7,11 +7,14 @@
   few seconds loses its connection instead of holding it forever;
 - at most `max_concurrency` connections and requests at once; beyond that uvicorn answers 503.
 Refusals the server makes before the app sees a request are plain text (docs/api.md).
+
+`GatewayServer` tells the gateway when shutdown begins, so its held event streams end cleanly.
 """
 
 from __future__ import annotations
 
 import asyncio
+import socket
 from typing import Any
 
 import h11
@@ -19,6 +22,7 @@ import uvicorn
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from core.settings import Settings
+from gateway.runtime import Gateway
 
 
 class BoundedH11Protocol(H11Protocol):
@@ -83,3 +87,17 @@ def server_config(
         timeout_graceful_shutdown=10,
         access_log=False,
     )
+
+
+class GatewayServer(uvicorn.Server):
+    """uvicorn waits for open responses to finish before it shuts the application down, and an
+    event stream only finishes when its job does: so the gateway is told first, and its streams
+    end cleanly (a reconnect with `Last-Event-ID` picks up on another replica)."""
+
+    def __init__(self, config: uvicorn.Config, gateway: Gateway) -> None:
+        super().__init__(config)
+        self.gateway = gateway
+
+    async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+        self.gateway.closing.set()
+        await super().shutdown(sockets)

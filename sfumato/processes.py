@@ -67,12 +67,11 @@ def serve(
 ) -> None:
     """The HTTP gateway under uvicorn until it stops; in embedded mode with its workers. With
     `metrics_port`, `/metrics` (and the probes) on that port, apart from the public one."""
-    import uvicorn
 
     from core.health import ReadinessChecks
     from gateway.app import create_app
     from models.registry import RegistryError
-    from sfumato.http_server import server_config
+    from sfumato.http_server import GatewayServer, server_config
     from workers.metrics import ProbeServer
 
     embedded = services.settings.embedded_broker
@@ -94,7 +93,7 @@ def serve(
         )
         probes.start()
         log.info("probes and metrics on port %d", probes.port)
-    uvicorn.Server(config).run()
+    GatewayServer(config, gateway).run()
 
 
 def run_worker(
