@@ -6,7 +6,14 @@ from datetime import datetime
 from typing import Any, Protocol
 
 from core.clock import isoformat_ms
-from core.jobs.contract import ImagesResult, JobResult, JobStatus, VideoResult, result_of
+from core.jobs.contract import (
+    NOTES_SEPARATOR,
+    ImagesResult,
+    JobResult,
+    JobStatus,
+    VideoResult,
+    result_of,
+)
 from gateway.signing import UrlSigner
 
 
@@ -19,6 +26,14 @@ class JobLike(Protocol):
     created_at: datetime
     result: dict[str, Any] | None
     error: dict[str, Any] | None
+    message: str | None
+
+
+def notes_of(job: JobLike) -> list[str]:
+    """A completed job's notes (stored one a line in `message`, see core/jobs/contract.py)."""
+    if job.status != JobStatus.COMPLETED or not job.message:
+        return []
+    return job.message.split(NOTES_SEPARATOR)
 
 
 class JobPresenter:
@@ -40,6 +55,7 @@ class JobPresenter:
             view["result"] = self._result(result_of(job.type, job.result))
         if job.status == JobStatus.FAILED and job.error is not None:
             view["error"] = {"code": "GENERATION_FAILED", "message": job.error["message"]}
+        view["notes"] = notes_of(job)
         return view
 
     def _result(self, result: JobResult) -> dict[str, Any]:
