@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import io
+import logging
 import threading
 from collections.abc import Iterator
 from http.server import ThreadingHTTPServer
@@ -126,12 +127,17 @@ def test_styles_page_with_a_cursor(service: Service, sites: str) -> None:
 
 @FETCHING
 def test_a_site_that_cannot_be_fetched_fails_the_job_and_refunds(
-    service: Service, sites: str
+    service: Service, sites: str, caplog: pytest.LogCaptureFixture
 ) -> None:
     key = service.new_key()
-    with service.client(key) as client:
+    with service.client(key) as client, caplog.at_level(logging.INFO, logger="workers"):
         job = extract(client, f"{sites}/no-such-site/")
         bad_scheme = client.post("/styles/extract", json={"url": "ftp://example.com/"})
+    # An expected failure is one log line, not a traceback.
+    logged = [record for record in caplog.records if job["id"] in record.getMessage()]
+    failed = [record for record in logged if "failed" in record.getMessage()]
+    assert len(failed) == 1, [record.getMessage() for record in logged]
+    assert failed[0].exc_info is None and "\n" not in failed[0].getMessage()
     assert job["status"] == "failed"
     assert job["error"]["code"] == "GENERATION_FAILED"
     assert job["error"]["message"].startswith("Could not extract a style")
