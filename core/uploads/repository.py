@@ -60,3 +60,8 @@ def abandoned(session: Session, expired_before: datetime, limit: int) -> list[Up
 
 def remove(session: Session, upload_id: str) -> None:
     session.execute(delete(Upload).where(Upload.id == upload_id, Upload.completed_at.is_(None)))
+
+
+def delete_owned(session: Session, upload_id: str) -> None:
+    """The upload row, completed or not (its media row is the caller's to delete first)."""
+    session.execute(delete(Upload).where(Upload.id == upload_id))

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Query
+from fastapi import APIRouter, Query, Response
 from fastapi.responses import JSONResponse
 
 from core.accounts.service import Caller
@@ -13,8 +13,14 @@ from core.errors import NotFound
 from core.jobs import service as jobs_service
 from core.jobs.contract import IMAGE_TYPES, JobType
 from gateway.auth import CallerDep
-from gateway.contract import ERROR_RESPONSES, ContractRoute, JobEnvelope, JobPage
-from gateway.dependencies import DatabaseDep, JobReadsDep, LifecycleDep, SignerDep
+from gateway.contract import (
+    DELETE_ERROR_RESPONSES,
+    ERROR_RESPONSES,
+    ContractRoute,
+    JobEnvelope,
+    JobPage,
+)
+from gateway.dependencies import DatabaseDep, JobReadsDep, LifecycleDep, ServicesDep, SignerDep
 from gateway.jobs.presenter import JobPresenter
 from gateway.jobs.reads import JobReads
 from gateway.paths import JobId
@@ -101,3 +107,17 @@ def cancel_job(job_id: JobId, caller: CallerDep, lifecycle: LifecycleDep, signer
     if job is None:
         raise NotFound("Job")
     return {"data": JobPresenter(signer).job(job)}
+
+
+@router.delete(
+    "/jobs/{id}",
+    status_code=204,
+    response_class=Response,
+    responses=DELETE_ERROR_RESPONSES,
+    operation_id="deleteJob",
+    tags=["jobs"],
+    summary="Delete a finished job and its stored media (extension)",
+)
+def delete_job(job_id: JobId, caller: CallerDep, services: ServicesDep) -> Response:
+    jobs_service.delete(services, caller.account_id, job_id)
+    return Response(status_code=204)
