@@ -7,6 +7,8 @@ worker code; a worker registers the task on an app made here (`workers/celery_ap
 
 from __future__ import annotations
 
+from urllib.parse import urlsplit
+
 from celery import Celery
 
 from core.config import QueueConfig
@@ -21,12 +23,22 @@ def broker_queue(namespace: str, queue: str) -> str:
     return f"{namespace}.{queue}"
 
 
+def celery_broker_url(broker_url: str) -> str:
+    """The in-memory transport's URL with a host: kombu warns "No hostname was supplied" each
+    time it copies a connection whose URL has none (every publish and consume in embedded
+    mode)."""
+    parts = urlsplit(broker_url)
+    if parts.scheme == "memory" and not parts.netloc:
+        return parts._replace(netloc="localhost").geturl()
+    return broker_url
+
+
 def make_celery(settings: Settings, pool: QueueConfig | None = None) -> Celery:
     """A Celery app for this deployment's broker, configured for a pool's worker (`pool`) or,
     without one, for publishing. Embedded mode builds one app per worker: `setup_queues()`
     mutates an app's queue table, so workers sharing one app would all consume the same queue."""
     pool = pool or settings.service_config().queues.image
-    app = Celery("sfumato", broker=settings.broker_url, set_as_current=False)
+    app = Celery("sfumato", broker=celery_broker_url(settings.broker_url), set_as_current=False)
     app.conf.update(
         task_acks_late=True,
         task_reject_on_worker_lost=True,

@@ -39,6 +39,13 @@ class InvalidInput(DomainError):
         super().__init__(message, details)
 
 
+class Conflict(DomainError):
+    """The request is valid but the resource's state does not allow it now."""
+
+    status = 409
+    code = "CONFLICT"
+
+
 class NotFound(DomainError):
     """No such thing belongs to the caller (or the id is not one)."""
 

@@ -79,6 +79,9 @@ class Settings(BaseSettings):
     fetch_allow: str = ""
     fetch_timeout_seconds: float = Field(default=10.0, gt=0)
     fetch_max_redirects: int = Field(default=5, ge=0)
+    # Comma-separated origins (`https://app.example.com`) whose pages may call the API from a
+    # browser (CORS). Empty: none; `*`: any (keys travel in headers, never in cookies).
+    cors_origins: str = ""
     # Style extraction renders pages in headless Chromium: its executable (empty: `chromium` on
     # PATH; "off": pages are read as text only), the time one extraction may take in it, and the
     # JavaScript memory one page may use.
@@ -120,6 +123,12 @@ class Settings(BaseSettings):
             operation, _, target = item.partition("=")
             overrides[operation.strip()] = target.strip()
         return overrides
+
+    @property
+    def cors_origin_list(self) -> list[str]:
+        return [
+            origin.strip().rstrip("/") for origin in self.cors_origins.split(",") if origin.strip()
+        ]
 
     def ensure_data_dir(self) -> Path:
         self.data_dir.mkdir(parents=True, exist_ok=True)

@@ -138,6 +138,9 @@ class Job(Base):
     dispatched_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
     started_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
     finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
+    # Set when the owner deletes the finished job: its inputs, result and media are gone, the
+    # row stays because the credit ledger names it. Reads treat it as not found.
+    deleted_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
 
 
 class Media(Base):

@@ -9,6 +9,7 @@ from collections.abc import AsyncIterator
 
 import anyio
 from fastapi import Depends, FastAPI
+from starlette.middleware.cors import CORSMiddleware
 
 from core.health import ReadinessChecks
 from core.jobs import service as jobs_service
@@ -18,12 +19,14 @@ from core.uploads import service as uploads_service
 from gateway import files, health
 from gateway.account.router import router as account_router
 from gateway.dependencies import single_query_values
+from gateway.docs import install_docs
 from gateway.errors import install_error_handlers
 from gateway.images.router import router as images_router
 from gateway.jobs.router import router as jobs_router
 from gateway.limits import RateLimitMiddleware
 from gateway.metrics import MetricsMiddleware
 from gateway.middleware import AuthMiddleware, BodyLimitMiddleware
+from gateway.nul import NulCharacterMiddleware
 from gateway.openapi import install_openapi, operation_id
 from gateway.runtime import Gateway
 from gateway.styles.router import router as styles_router
@@ -31,6 +34,15 @@ from gateway.uploads.router import router as uploads_router
 from gateway.videos.router import router as videos_router
 
 log = logging.getLogger(__name__)
+CORS_METHODS = ["GET", "POST", "DELETE"]
+CORS_REQUEST_HEADERS = ["x-api-key", "authorization", "content-type", "idempotency-key"]
+CORS_EXPOSED_HEADERS = [
+    "X-RateLimit-Limit",
+    "X-RateLimit-Remaining",
+    "X-RateLimit-Reset",
+    "Retry-After",
+    "Idempotent-Replayed",
+]
 
 
 def _maintain(sweep: JobSweep, services: Services) -> None:
@@ -81,7 +93,8 @@ def create_app(gateway: Gateway) -> FastAPI:
         title="Sfumato",
         version="v1",
         openapi_url="/v1/openapi.json",
-        docs_url="/docs",
+        # Served by gateway/docs.py from the package's own assets (no CDN).
+        docs_url=None,
         redoc_url=None,
         lifespan=lifespan,
         # `/v1/images/generate/` is a 404 in the envelope, not a bare 307 to the Host header.
@@ -103,8 +116,21 @@ def create_app(gateway: Gateway) -> FastAPI:
     app.state.readiness = ReadinessChecks(gateway.services)
     install_error_handlers(app)
     install_openapi(app)
+    install_docs(app, "/v1/openapi.json")
+    app.add_middleware(NulCharacterMiddleware)
     app.add_middleware(RateLimitMiddleware, limiter=gateway.limiter)
     app.add_middleware(AuthMiddleware, db=gateway.services.db)
     app.add_middleware(BodyLimitMiddleware, max_bytes=gateway.services.settings.max_body_bytes)
+    origins = gateway.services.settings.cors_origin_list
+    if origins:
+        # Outside authentication: a browser's preflight carries no key and is answered here.
+        app.add_middleware(
+            CORSMiddleware,
+            allow_origins=origins,
+            allow_methods=CORS_METHODS,
+            allow_headers=CORS_REQUEST_HEADERS,
+            expose_headers=CORS_EXPOSED_HEADERS,
+            max_age=600,
+        )
     app.add_middleware(MetricsMiddleware, metrics=gateway.metrics)
     return app

@@ -87,6 +87,11 @@ class Job(ResponseModel):
     )
     result: JobResult | None = None
     error: JobError | None = None
+    notes: list[str] | None = Field(
+        default=None,
+        description="Extension: what the pipeline said about a completed job (what it "
+        "understood, what it could not do); empty before completion",
+    )
 
 
 class JobEnvelope(ResponseModel):
@@ -107,6 +112,13 @@ ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
         429: "Rate or usage limit (RATE_LIMIT_ERROR, USAGE_LIMIT_EXCEEDED, ...)",
         500: "Server failure (INTERNAL_ERROR)",
     }.items()
+}
+# A DELETE answers 204 with no body, or 409 when the thing is still needed by a job in flight.
+DELETE_ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
+    409: {
+        "model": ErrorEnvelope,
+        "description": "In use by a pending or processing job (CONFLICT)",
+    },
 }
 CREATE_ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
     **ERROR_RESPONSES,

@@ -36,6 +36,8 @@ COMMON_ENV = {
     "SFUMATO_EVENTS_HEARTBEAT_SECONDS": "0.3",
     "SFUMATO_DISPATCH_GRACE_SECONDS": "1",
     "SFUMATO_CONFIG_FILE": str(Path(__file__).parent / "support" / "generous.toml"),
+    # One browser origin allowed to call the API (tests/test_cors.py).
+    "SFUMATO_CORS_ORIGINS": "https://app.example.test",
 }
 
 

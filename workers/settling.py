@@ -21,6 +21,8 @@ from workers.operations import InputUnavailable
 from workers.storing import Outcome, OutputStore
 
 log = logging.getLogger(__name__)
+# Failures a user's input explains (a site that cannot be reached or rendered).
+EXPECTED_FAILURES = (SiteUnavailable,)
 
 
 class Settlement:
@@ -53,9 +55,14 @@ class Settlement:
         self, claim: jobs_service.Claim, error: Exception, stored: list[Media], started: float
     ) -> None:
         job = claim.job
-        log.error("job %s failed", job.id, exc_info=error)
+        message = failure_message(error)
+        if isinstance(error, EXPECTED_FAILURES):
+            # The caller's input, not a fault here: one line, no traceback.
+            log.warning("job %s failed: %s", job.id, message)
+        else:
+            log.error("job %s failed", job.id, exc_info=error)
         self.store.discard(stored)
-        self.lifecycle.fail(claim, failure_message(error))
+        self.lifecycle.fail(claim, message)
         metrics.job_ended(job.operation, "failed", time.perf_counter() - started)
 
 

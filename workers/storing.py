@@ -13,7 +13,14 @@ from dataclasses import dataclass, field
 from PIL import Image
 
 from core.ids import new_id
-from core.jobs.contract import ImagesResult, JobResult, StoredImage, StoredVideo, VideoResult
+from core.jobs.contract import (
+    NOTES_SEPARATOR,
+    ImagesResult,
+    JobResult,
+    StoredImage,
+    StoredVideo,
+    VideoResult,
+)
 from core.jobs.lifecycle import JobLifecycle
 from core.services import Services
 from core.storage import StorageError
@@ -66,7 +73,9 @@ class OutputStore:
         except BaseException:
             self.discard(media)
             raise
-        return Outcome(ImagesResult(images=stored), media, "; ".join(output.notes) or None)
+        return Outcome(
+            ImagesResult(images=stored), media, NOTES_SEPARATOR.join(output.notes) or None
+        )
 
     def video(self, job: Job, output: VideoOutput) -> Outcome:
         """The MP4; its poster comes after the job completes (`poster`), so the first completed
@@ -85,7 +94,9 @@ class OutputStore:
             width=output.width,
             height=output.height,
         )
-        return Outcome(VideoResult(video=video), [media], "; ".join(output.notes) or None)
+        return Outcome(
+            VideoResult(video=video), [media], NOTES_SEPARATOR.join(output.notes) or None
+        )
 
     def poster(self, job: Job, video: Media) -> None:
         """The JPEG poster, from the stored clip; retried by nobody if it fails, so it logs."""

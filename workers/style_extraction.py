@@ -23,7 +23,7 @@ from urllib.parse import urlsplit
 from core.fetch import Fetched, FetchPolicy, fetch
 from core.ids import new_id
 from core.images import ImageFacts, NotAnImage, TooManyPixels, inspect_image
-from core.jobs.contract import ExtractStyleInputs, SavedStyleRef, StyleResult
+from core.jobs.contract import NOTES_SEPARATOR, ExtractStyleInputs, SavedStyleRef, StyleResult
 from core.services import Services
 from core.settings import Settings
 from core.styles import service as styles_service
@@ -147,7 +147,7 @@ class StyleExtraction:
             logo_key=logo_key,
         )
         result = StyleResult(style=SavedStyleRef(id=style_id))
-        message = "; ".join(extraction.notes) or None
+        message = NOTES_SEPARATOR.join(extraction.notes) or None
         return Outcome(result, media, message, [style, *assets])
 
     def _store_brand_images(

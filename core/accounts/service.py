@@ -135,9 +135,21 @@ def list_accounts(db: Database) -> list[Account]:
         return list(repository.list_accounts(session))
 
 
-def plan_of(db: Database, plan_id: str) -> Plan | None:
+@dataclass(frozen=True)
+class Overview:
+    """What `GET /account` shows: the caller's plan (with its limits) and credit balance."""
+
+    plan: Plan
+    credits: int
+
+
+def overview(db: Database, caller: Caller) -> Overview | None:
+    """The caller's plan and balance from one read; None if the plan is gone."""
     with db.read() as session:
-        return repository.get_plan(session, plan_id)
+        plan = repository.get_plan(session, caller.plan_id)
+        if plan is None:
+            return None
+        return Overview(plan, credits_repository.balance(session, caller.account_id))
 
 
 def create_key(db: Database, email: str, name: str, expires_in_days: int | None) -> NewKey:

@@ -27,6 +27,9 @@ class JobStatus(StrEnum):
 
 IN_FLIGHT = (JobStatus.PENDING, JobStatus.PROCESSING)
 TERMINAL = (JobStatus.COMPLETED, JobStatus.FAILED)
+# A completed job's notes (what its pipeline said) are kept one a line in `Job.message`; a note
+# may itself hold "; ".
+NOTES_SEPARATOR = "\n"
 
 
 class JobType(StrEnum):

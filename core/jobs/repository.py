@@ -6,11 +6,11 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, and_, bindparam, case, func, or_, select, update
+from sqlalchemy import Connection, and_, bindparam, case, delete, func, or_, select, update
 from sqlalchemy.orm import Session
 
 from core.jobs.contract import IN_FLIGHT, JobStatus, Queue
-from core.tables import Job, Media
+from core.tables import IdempotencyRecord, Job, Media
 
 
 def add(session: Session, job: Job) -> Job:
@@ -35,7 +35,9 @@ def page(
     limit: int,
 ) -> Sequence[Job]:
     """Newest first, keyset on (created_at, id): stable under inserts, never OFFSET."""
-    query = select(Job).where(Job.account_id == account_id, Job.type.in_(types))
+    query = select(Job).where(
+        Job.account_id == account_id, Job.type.in_(types), Job.deleted_at.is_(None)
+    )
     if status is not None:
         query = query.where(Job.status == status)
     if after is not None:
@@ -253,7 +255,12 @@ JOB_VIEW_BY_ID = select(
     Job.result,
     Job.error,
     Job.progress,
-).where(Job.id == bindparam("job_id"), Job.account_id == bindparam("account_id"))
+    Job.message,
+).where(
+    Job.id == bindparam("job_id"),
+    Job.account_id == bindparam("account_id"),
+    Job.deleted_at.is_(None),
+)
 
 
 def view_owned(connection: Connection, job_id: str, account_id: str) -> Any:
@@ -272,3 +279,53 @@ def claim_is_current(connection: Connection, job_id: str, token: str) -> bool:
     return (
         connection.execute(CLAIM_IS_CURRENT, {"job_id": job_id, "token": token}).first() is not None
     )
+
+
+# Media a job made as its result (a style extraction's brand images belong to the style).
+RESULT_MEDIA_KINDS = ("image", "video", "poster")
+
+
+def get_owned_for_update(session: Session, job_id: str, account_id: str) -> Job | None:
+    """One of the account's jobs that is not deleted, locked until the transaction ends."""
+    return session.scalars(
+        select(Job)
+        .where(Job.id == job_id, Job.account_id == account_id, Job.deleted_at.is_(None))
+        .with_for_update()
+    ).first()
+
+
+def result_media(session: Session, job_id: str) -> Sequence[Media]:
+    return session.scalars(
+        select(Media).where(Media.job_id == job_id, Media.kind.in_(RESULT_MEDIA_KINDS))
+    ).all()
+
+
+def in_flight_inputs(session: Session, account_id: str) -> list[dict[str, Any]]:
+    """The inputs of the account's pending and processing jobs."""
+    return list(
+        session.scalars(
+            select(Job.inputs).where(Job.account_id == account_id, Job.status.in_(IN_FLIGHT))
+        )
+    )
+
+
+def media_by_ids(session: Session, media_ids: Sequence[str]) -> Sequence[Media]:
+    if not media_ids:
+        return []
+    return session.scalars(select(Media).where(Media.id.in_(media_ids))).all()
+
+
+def delete_media(session: Session, media_ids: Sequence[str]) -> None:
+    if media_ids:
+        session.execute(delete(Media).where(Media.id.in_(media_ids)))
+
+
+def mark_deleted(session: Session, job_id: str, moment: datetime) -> None:
+    """Empty the job of what it held and mark it deleted; the row stays for the ledger, and
+    its idempotency keys go (a retry after a deletion creates a new job)."""
+    session.execute(
+        update(Job)
+        .where(Job.id == job_id)
+        .values(deleted_at=moment, inputs={}, result=None, error=None, message=None)
+    )
+    session.execute(delete(IdempotencyRecord).where(IdempotencyRecord.job_id == job_id))

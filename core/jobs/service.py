@@ -18,12 +18,13 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
+from core import removal
 from core.accounts import repository as accounts_repository
 from core.accounts.service import Caller
 from core.clock import utcnow
 from core.credits import service as credits
 from core.db import Database
-from core.errors import DomainError
+from core.errors import Conflict, DomainError, NotFound
 from core.idempotency import repository as idempotency_repository
 from core.ids import new_id
 from core.jobs import repository
@@ -36,6 +37,7 @@ from core.jobs.contract import (
     VideoResult,
 )
 from core.pagination import decode_cursor, page_of
+from core.services import Services
 from core.tables import Account, Base, IdempotencyRecord, Job, Media
 
 CANCELLED_MESSAGE = "Job cancelled"
@@ -243,7 +245,7 @@ def cancel(db: Database, account_id: str, job_id: str) -> tuple[Job | None, bool
     """The job after cancelling, and whether it was in flight (so a worker may need telling)."""
     with db.write() as session:
         job = repository.get(session, job_id, for_update=True)
-        if job is None or job.account_id != account_id:
+        if job is None or job.account_id != account_id or job.deleted_at is not None:
             return None, False
         if job.status not in IN_FLIGHT:
             return job, False
@@ -407,3 +409,28 @@ def recover_lapsed(db: Database, job: Job, max_attempts: int) -> JobStatus | Non
         if not repository.requeue_lapsed(session, job.id, moment):
             return None
         return JobStatus.PENDING
+
+
+class JobInFlight(Conflict):
+    def __init__(self) -> None:
+        super().__init__(
+            "Job is still pending or processing; cancel it first (POST /v1/jobs/{id}/cancel)"
+        )
+
+
+def delete(services: Services, account_id: str, job_id: str) -> None:
+    """Delete a finished job of the account: its images or video leave storage and every style
+    folder, its inputs and result are erased, and its row stays, marked deleted, because the
+    credit ledger names it (reads then answer 404). A job in flight is refused (cancel it
+    first), and so is one whose images an in-flight job is using."""
+    with services.db.write() as session:
+        job = repository.get_owned_for_update(session, job_id, account_id)
+        if job is None:
+            raise NotFound("Job")
+        if job.status in IN_FLIGHT:
+            raise JobInFlight()
+        media = repository.result_media(session, job.id)
+        removal.refuse_if_input_of_job_in_flight(session, account_id, media, "An image of this job")
+        keys = removal.drop_media(session, media)
+        repository.mark_deleted(session, job.id, utcnow())
+    removal.delete_stored(services.storage, keys)

@@ -23,7 +23,12 @@ def media_owned_by_key(session: Session, key: str, account_id: str) -> Media | N
 
 def image_job_owned(session: Session, job_id: str, account_id: str) -> Job | None:
     return session.scalars(
-        select(Job).where(Job.id == job_id, Job.account_id == account_id, Job.type.in_(IMAGE_TYPES))
+        select(Job).where(
+            Job.id == job_id,
+            Job.account_id == account_id,
+            Job.type.in_(IMAGE_TYPES),
+            Job.deleted_at.is_(None),
+        )
     ).first()
 
 

@@ -10,7 +10,7 @@ from core.storage.base import Storage
 from core.storage.local import LocalStorage
 from core.storage.s3 import S3Storage
 
-SUPPORTED = "file://PATH or s3://BUCKET[?endpoint=URL&region=NAME]"
+SUPPORTED = "file://PATH or s3://BUCKET[?endpoint=URL&public_endpoint=URL&region=NAME]"
 
 
 def storage_from_settings(settings: Settings) -> Storage:
@@ -27,7 +27,9 @@ def storage_from_settings(settings: Settings) -> Storage:
 def _s3_storage(url: str) -> S3Storage:
     parts = urlsplit(url)
     options = {name: values[-1] for name, values in parse_qs(parts.query).items()}
-    unknown = set(options) - {"endpoint", "region"}
+    unknown = set(options) - {"endpoint", "public_endpoint", "region"}
     if not parts.netloc or parts.path not in ("", "/") or unknown:
         raise ValueError(f"unsupported SFUMATO_STORAGE_URL {url!r} (supported: {SUPPORTED})")
-    return S3Storage(parts.netloc, options.get("endpoint"), options.get("region"))
+    return S3Storage(
+        parts.netloc, options.get("endpoint"), options.get("region"), options.get("public_endpoint")
+    )

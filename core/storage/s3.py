@@ -2,7 +2,9 @@
 
 Credentials come from boto3's usual chain (environment, shared config, instance or pod role).
 With an explicit endpoint the bucket is addressed by path (`endpoint/bucket/key`), which every
-S3-compatible server understands; without one, AWS's own addressing is used.
+S3-compatible server understands; without one, AWS's own addressing is used. A public endpoint,
+when given, is the address clients reach the same server at (a container's name is not known on
+the host): presigned URLs are written for it, while the service's own calls use the endpoint.
 """
 
 from __future__ import annotations
@@ -21,7 +23,13 @@ MISSING_OBJECT_CODES = {"404", "NoSuchKey", "NotFound"}
 
 
 class S3Storage(Storage):
-    def __init__(self, bucket: str, endpoint_url: str | None, region: str | None) -> None:
+    def __init__(
+        self,
+        bucket: str,
+        endpoint_url: str | None,
+        region: str | None,
+        public_endpoint_url: str | None = None,
+    ) -> None:
         self.bucket = bucket
         config = Config(
             signature_version="s3v4",
@@ -31,8 +39,17 @@ class S3Storage(Storage):
             retries={"max_attempts": 3, "mode": "standard"},
             max_pool_connections=32,
         )
-        self._client: Any = boto3.session.Session().client(
+        session = boto3.session.Session()
+        self._client: Any = session.client(
             "s3", endpoint_url=endpoint_url, region_name=region, config=config
+        )
+        # Presigning is local (no request): a second client only to write the public address.
+        self._signer: Any = (
+            session.client(
+                "s3", endpoint_url=public_endpoint_url, region_name=region, config=config
+            )
+            if public_endpoint_url
+            else self._client
         )
 
     def _call(self, action: str, key: str, **params: Any) -> Any:
@@ -70,7 +87,7 @@ class S3Storage(Storage):
     def _presign(self, action: str, key: str, expires_in: int, **params: Any) -> str:
         try:
             return str(
-                self._client.generate_presigned_url(
+                self._signer.generate_presigned_url(
                     action,
                     Params={"Bucket": self.bucket, "Key": key, **params},
                     ExpiresIn=expires_in,

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any, TypeVar
 
-from sqlalchemy import Connection, Select, and_, func, or_, select
+from sqlalchemy import Connection, Select, and_, delete, func, or_, select
 from sqlalchemy.orm import Session
 
 from core.tables import Style, StyleAsset
@@ -101,3 +101,31 @@ def search_matrix(connection: Connection, style_id: str) -> Sequence[Any]:
         .where(StyleAsset.style_id == style_id)
         .order_by(StyleAsset.created_at, StyleAsset.id)
     ).all()
+
+
+def unlink_media(session: Session, media_ids: Sequence[str]) -> None:
+    """Take these media out of every style's folder."""
+    if media_ids:
+        session.execute(delete(StyleAsset).where(StyleAsset.media_id.in_(media_ids)))
+
+
+def assets_of_style(session: Session, style_id: str) -> Sequence[StyleAsset]:
+    return session.scalars(select(StyleAsset).where(StyleAsset.style_id == style_id)).all()
+
+
+def media_linked_elsewhere(session: Session, media_ids: Sequence[str], style_id: str) -> set[str]:
+    """Which of these media are also in another style's folder."""
+    if not media_ids:
+        return set()
+    return set(
+        session.scalars(
+            select(StyleAsset.media_id).where(
+                StyleAsset.media_id.in_(media_ids), StyleAsset.style_id != style_id
+            )
+        )
+    )
+
+
+def delete_style(session: Session, style_id: str) -> None:
+    session.execute(delete(StyleAsset).where(StyleAsset.style_id == style_id))
+    session.execute(delete(Style).where(Style.id == style_id))

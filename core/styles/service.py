@@ -16,6 +16,7 @@ from urllib.parse import unquote, urlsplit
 import numpy as np
 from sqlalchemy import Connection
 
+from core import removal
 from core.clock import utcnow
 from core.db import Database
 from core.errors import NotFound
@@ -342,3 +343,27 @@ def search(
         SearchHit(folder.ids[index], folder.names[index], folder.keys[index], similarity)
         for index, similarity in semantics.rank(vector, folder.matrix, limit)
     ]
+
+
+def delete(services: Services, account_id: str, style_id: str) -> None:
+    """Delete one of the account's styles: its folder goes, and so do the brand images its
+    extraction stored (the logo among them) unless another style's folder links them too;
+    the uploads and generations linked into it stay. Jobs created with the style keep what
+    they took from it (core/jobs/contract.LentStyle); a new request naming it is a 400."""
+    with services.db.write() as session:
+        style = repository.get_owned(session, style_id, account_id, for_update=True)
+        if style is None:
+            raise StyleNotFound()
+        linked = [asset.media_id for asset in repository.assets_of_style(session, style.id)]
+        shared = repository.media_linked_elsewhere(session, linked, style.id)
+        brand = [
+            media
+            for media in jobs_repository.media_by_ids(session, linked)
+            if media.kind == "brand" and media.id not in shared
+        ]
+        removal.refuse_if_input_of_job_in_flight(
+            session, account_id, brand, "A brand image of this style"
+        )
+        repository.delete_style(session, style.id)
+        keys = removal.drop_media(session, brand)
+    removal.delete_stored(services.storage, keys)

@@ -86,3 +86,8 @@ def mark_staging_purged(session: Session, upload_ids: list[str], moment: datetim
     session.execute(
         update(Upload).where(Upload.id.in_(upload_ids)).values(staging_purged_at=moment)
     )
+
+
+def delete_owned(session: Session, upload_id: str) -> None:
+    """The upload row, completed or not (its media row is the caller's to delete first)."""
+    session.execute(delete(Upload).where(Upload.id == upload_id))

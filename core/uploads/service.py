@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import timedelta
 
+from core import removal
 from core.clock import utcnow
 from core.errors import DomainError, InvalidInput, NotFound
 from core.ids import new_id
@@ -203,3 +204,19 @@ def purge_completed_staging(services: Services, batch: int = 500) -> int:
         with services.db.write() as session:
             repository.mark_staging_purged(session, [upload.id for upload in uploads], now)
     return len(uploads)
+
+
+def delete(services: Services, account_id: str, upload_id: str) -> None:
+    """Delete one of the account's uploads, completed or not: its bytes leave storage and every
+    style folder. Refused while a pending or processing job uses it as an input. Jobs that
+    used it and finished keep their own outputs."""
+    with services.db.write() as session:
+        upload = repository.get_owned(session, upload_id, account_id)
+        if upload is None:
+            raise UploadNotFound()
+        media = repository.media_of(session, upload)
+        stored = [media] if media is not None else []
+        removal.refuse_if_input_of_job_in_flight(session, account_id, stored, "This upload")
+        keys = [*removal.drop_media(session, stored), upload.staging_key]
+        repository.delete_owned(session, upload.id)
+    removal.delete_stored(services.storage, keys)

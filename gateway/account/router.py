@@ -18,13 +18,24 @@ router = APIRouter(route_class=ContractRoute, responses=ERROR_RESPONSES)
 
 @router.get("/account", response_model=AccountEnvelope, summary="The key's account")
 def get_account(caller: CallerDep, db: DatabaseDep) -> Any:
-    plan = accounts.plan_of(db, caller.plan_id)
-    if plan is None:
+    overview = accounts.overview(db, caller)
+    if overview is None:
         raise NotFound("Plan")
+    plan = overview.plan
     return {
         "data": {
             "userId": caller.account_id,
             "email": caller.email,
-            "plan": {"id": plan.id, "tier": plan.tier},
+            "plan": {
+                "id": plan.id,
+                "tier": plan.tier,
+                "limits": {
+                    "video": plan.allows_video,
+                    "maxInflightImages": plan.max_inflight_images,
+                    "maxInflightVideos": plan.max_inflight_videos,
+                    "dailyGenerationCap": plan.daily_generation_cap,
+                },
+            },
+            "credits": overview.credits,
         }
     }

@@ -6,7 +6,14 @@ from datetime import datetime
 from typing import Any, Protocol
 
 from core.clock import isoformat_ms
-from core.jobs.contract import ImagesResult, JobResult, JobStatus, VideoResult, result_of
+from core.jobs.contract import (
+    NOTES_SEPARATOR,
+    ImagesResult,
+    JobResult,
+    JobStatus,
+    VideoResult,
+    result_of,
+)
 from gateway.signing import UrlSigner
 
 
@@ -20,6 +27,7 @@ class JobLike(Protocol):
     result: dict[str, Any] | None
     error: dict[str, Any] | None
     progress: float
+    message: str | None
 
 
 def progress_of(job: JobLike) -> float:
@@ -28,6 +36,13 @@ def progress_of(job: JobLike) -> float:
     if job.status == JobStatus.COMPLETED:
         return 1.0
     return round(min(1.0, max(0.0, job.progress)), 3)
+
+
+def notes_of(job: JobLike) -> list[str]:
+    """A completed job's notes (stored one a line in `message`, see core/jobs/contract.py)."""
+    if job.status != JobStatus.COMPLETED or not job.message:
+        return []
+    return job.message.split(NOTES_SEPARATOR)
 
 
 class JobPresenter:
@@ -50,6 +65,7 @@ class JobPresenter:
             view["result"] = self._result(result_of(job.type, job.result))
         if job.status == JobStatus.FAILED and job.error is not None:
             view["error"] = {"code": "GENERATION_FAILED", "message": job.error["message"]}
+        view["notes"] = notes_of(job)
         return view
 
     def _result(self, result: JobResult) -> dict[str, Any]:

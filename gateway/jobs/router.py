@@ -13,8 +13,21 @@ from core.errors import NotFound
 from core.jobs import service as jobs_service
 from core.jobs.contract import IMAGE_TYPES, JobType
 from gateway.auth import CallerDep
-from gateway.contract import ERROR_RESPONSES, ContractRoute, JobEnvelope, JobPage
-from gateway.dependencies import DatabaseDep, JobReadsDep, LifecycleDep, SignerDep, runtime_of
+from gateway.contract import (
+    DELETE_ERROR_RESPONSES,
+    ERROR_RESPONSES,
+    ContractRoute,
+    JobEnvelope,
+    JobPage,
+)
+from gateway.dependencies import (
+    DatabaseDep,
+    JobReadsDep,
+    LifecycleDep,
+    ServicesDep,
+    SignerDep,
+    runtime_of,
+)
 from gateway.jobs.events import JobEventStream, is_repeat_of_terminal
 from gateway.jobs.presenter import JobPresenter
 from gateway.jobs.reads import JobReads
@@ -156,3 +169,17 @@ def cancel_job(job_id: JobId, caller: CallerDep, lifecycle: LifecycleDep, signer
     if job is None:
         raise NotFound("Job")
     return {"data": JobPresenter(signer).job(job)}
+
+
+@router.delete(
+    "/jobs/{id}",
+    status_code=204,
+    response_class=Response,
+    responses=DELETE_ERROR_RESPONSES,
+    operation_id="deleteJob",
+    tags=["jobs"],
+    summary="Delete a finished job and its stored media (extension)",
+)
+def delete_job(job_id: JobId, caller: CallerDep, services: ServicesDep) -> Response:
+    jobs_service.delete(services, caller.account_id, job_id)
+    return Response(status_code=204)

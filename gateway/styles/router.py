@@ -10,13 +10,19 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Query
+from fastapi import APIRouter, Query, Response
 
 from core.jobs.creation import ExtractStyleJobRequest
 from core.styles import service as styles_service
 from core.styles.service import AssetSemantics, FolderCache, StyleNotFound
 from gateway.auth import CallerDep
-from gateway.contract import CREATE_ERROR_RESPONSES, ERROR_RESPONSES, ContractRoute, JobEnvelope
+from gateway.contract import (
+    CREATE_ERROR_RESPONSES,
+    DELETE_ERROR_RESPONSES,
+    ERROR_RESPONSES,
+    ContractRoute,
+    JobEnvelope,
+)
 from gateway.dependencies import DatabaseDep, ServicesDep, SignerDep
 from gateway.jobs.creation import CreateJobDep
 from gateway.paths import StyleId
@@ -68,6 +74,20 @@ def get_style(style_id: StyleId, caller: CallerDep, db: DatabaseDep, signer: Sig
     if style is None:
         raise StyleNotFound()
     return {"data": StylePresenter(signer).detail(style)}
+
+
+@router.delete(
+    "/styles/{id}",
+    status_code=204,
+    response_class=Response,
+    responses=DELETE_ERROR_RESPONSES,
+    operation_id="deleteStyle",
+    tags=["styles"],
+    summary="Delete a saved style, its folder and its brand images (extension)",
+)
+def delete_style(style_id: StyleId, caller: CallerDep, services: ServicesDep) -> Response:
+    styles_service.delete(services, caller.account_id, style_id)
+    return Response(status_code=204)
 
 
 @router.post(

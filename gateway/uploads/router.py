@@ -4,11 +4,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter, Request, Response
 
 from core.uploads import service as uploads
 from gateway.auth import CallerDep
-from gateway.contract import ERROR_RESPONSES, ContractRoute, ErrorEnvelope
+from gateway.contract import (
+    DELETE_ERROR_RESPONSES,
+    ERROR_RESPONSES,
+    ContractRoute,
+    ErrorEnvelope,
+)
 from gateway.dependencies import ServicesDep, SignerDep, files_base_url
 from gateway.paths import UploadId
 from gateway.uploads.schemas import PresignEnvelope, PresignRequest, UploadEnvelope
@@ -51,3 +56,17 @@ def complete_upload(
             "height": media.height,
         }
     }
+
+
+@router.delete(
+    "/uploads/{uploadId}",
+    status_code=204,
+    response_class=Response,
+    responses=DELETE_ERROR_RESPONSES,
+    operation_id="deleteUpload",
+    tags=["uploads"],
+    summary="Delete an upload and its stored bytes (extension)",
+)
+def delete_upload(upload_id: UploadId, caller: CallerDep, services: ServicesDep) -> Response:
+    uploads.delete(services, caller.account_id, upload_id)
+    return Response(status_code=204)

@@ -97,6 +97,15 @@ _PATTERNS = [
 ]
 
 
+# Every word of every style's names and phrases: words about how to paint, not what.
+STYLE_WORDS = frozenset(
+    word
+    for style in LEARNED_STYLES
+    for phrase in (style.name, *style.words)
+    for word in re.findall(r"[a-z]+", phrase)
+)
+
+
 def find_learned_style(text: str) -> tuple[LearnedStyle, re.Match[str]] | None:
     """The learned style the text names first, with where it is named (in `text.lower()`)."""
     lowered = text.lower()

@@ -290,3 +290,20 @@ EXPANSIONS: dict[str, tuple[str, ...]] = {
     "arctic": ("snowy", "cool", "white"),
     "noir": ("night", "dark", "muted"),
 }
+
+# Words of a prompt that name no subject: articles, prepositions, conjunctions, pronouns, and the
+# words people use about the picture itself. Any other word the painter does not know names
+# something it cannot draw.
+_NON_SUBJECT_TEXT = (
+    "a an the this that these those some any each every all both no of on in at by to for"
+    " from with without into onto over under above below behind beside between among"
+    " against across along around through near far off out up down before after during"
+    " and or but nor so yet as like than then there here where when while is are was were"
+    " be being been it its his her their our my your me him them us we you they she he"
+    " very quite just only more most less much many few one two three several lots"
+    " image picture photo photograph photography painting illustration render rendering"
+    " artwork art scene view shot style styled detailed highly ultra beautiful stunning"
+    " realistic photorealistic hyperrealistic cinematic epic high quality resolution hd"
+    " masterpiece lighting background foreground composition wide angle closeup close"
+)
+NON_SUBJECT_WORDS = frozenset(_NON_SUBJECT_TEXT.split())

@@ -6,6 +6,9 @@ models.py (the diffusion model registry).
 
 from __future__ import annotations
 
+from importlib.metadata import version
+from typing import Annotated
+
 import typer
 
 from sfumato.cli import server
@@ -19,6 +22,24 @@ app.add_typer(keys_app, name="keys")
 app.add_typer(models_app, name="models")
 for command in (server.migrate, server.serve, server.worker, server.demo):
     app.command()(command)
+
+
+def _print_version(asked: bool) -> None:
+    if asked:
+        typer.echo(f"sfumato {version('sfumato')}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _options(
+    show_version: Annotated[
+        bool,
+        typer.Option(
+            "--version", callback=_print_version, is_eager=True, help="Print the version and exit."
+        ),
+    ] = False,
+) -> None:
+    """Options before any command."""
 
 
 def main() -> None:

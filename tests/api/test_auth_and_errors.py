@@ -47,13 +47,22 @@ def test_both_header_forms_work_and_x_api_key_wins(service: Service, key: str) -
         assert both_good.status_code == 200
 
 
-def test_account_reports_user_and_plan(service: Service) -> None:
-    key = service.new_key(plan="enterprise")
+def test_account_reports_user_plan_limits_and_credits(service: Service) -> None:
+    key = service.new_key(plan="enterprise", credits=321)
     with service.client(key) as client:
         body = client.get("/account").json()["data"]
-    assert body["email"].endswith("@test.local")
-    assert body["plan"] == {"id": "enterprise", "tier": "enterprise"}
-    assert len(body["userId"]) == 36
+        assert body["email"].endswith("@test.local")
+        assert len(body["userId"]) == 36
+        assert body["credits"] == 321
+        plan = body["plan"]
+        assert (plan["id"], plan["tier"]) == ("enterprise", "enterprise")
+        # tests/support/generous.toml's enterprise plan; a cap of 0 there means none (null).
+        assert plan["limits"]["video"] is True
+        assert plan["limits"]["dailyGenerationCap"] is None
+        assert plan["limits"]["maxInflightImages"] >= 1
+        # The balance follows the ledger: a job's reservation shows at once.
+        client.post("/images/generate", json={"prompt": "[sleep 0] a lighthouse"})
+        assert client.get("/account").json()["data"]["credits"] == service.balance(key) < 321
 
 
 def test_key_states_take_effect_on_the_next_request(service: Service, key: str) -> None:

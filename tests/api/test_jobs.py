@@ -42,6 +42,23 @@ def test_generate_completes_with_pngs_of_the_promised_size(service: Service, key
     assert service.balance(key) == 1000 - 4
 
 
+def test_job_reads_carry_the_pipelines_notes(service: Service, key: str) -> None:
+    """`notes` (extension): what the builtin painter understood and what it cannot draw."""
+    with service.client(key) as client:
+        created = create(client, "a red bicycle against a brick wall", quality="low")
+        assert "notes" not in created
+        job = wait_done(client, created["id"])
+        assert job["status"] == "completed", job
+        notes = job["notes"]
+        assert notes[0].startswith("builtin procedural painter:")
+        assert any("understood: red" in note for note in notes), notes
+        assert any(note.startswith("cannot draw the prompt's subject") for note in notes), notes
+        listed = client.get("/jobs").json()["data"][0]
+        assert listed["id"] == job["id"] and listed["notes"] == notes
+        pending = create(client, "[sleep 2] hills")
+        assert client.get(f"/jobs/{pending['id']}").json()["data"]["notes"] == []
+
+
 def test_signed_urls_refuse_tampering(service: Service, key: str) -> None:
     with service.client(key) as client:
         job = wait_done(client, create(client, "[sleep 0] signed")["id"])

@@ -2,7 +2,8 @@
 Schemathesis has (no 5xx, statuses, content types, headers and bodies as documented, valid data
 accepted, invalid data refused, auth not ignored, unsupported methods refused with `Allow`),
 valid and invalid data both; then stateful runs following the document's links (a create's job
-read, streamed and cancelled; a presigned upload completed)."""
+read, streamed and cancelled; a presigned upload completed). On each deployment of the `service`
+fixture: SQLite accepts strings PostgreSQL refuses (NUL), so both are fuzzed."""
 
 from __future__ import annotations
 
@@ -17,44 +18,43 @@ from schemathesis.config._checks import (
 )
 from schemathesis.generation import GenerationMode
 
-from tests.conftest import embedded_mode
-from tests.support.service import running_service
+from tests.support.service import Service
 
 pytestmark = pytest.mark.slow
 IMPLEMENTED = (
     r"^/v1/(images/(generate|edit|resize|upscale)|images/\{id\}|videos/\{id\}"
     r"|videos/(image-to-video|frames)|styles/extractions/\{id\}|styles|styles/extract|styles/\{id\}"
     r"|styles/\{id\}/(search|assets)"
-    r"|jobs|jobs/\{id\}|jobs/\{id\}/(cancel|events)|account|uploads|uploads/\{uploadId\}/complete)$"
+    r"|jobs|jobs/\{id\}|jobs/\{id\}/(cancel|events)|account|uploads|uploads/\{uploadId\}"
+    r"|uploads/\{uploadId\}/complete)$"
 )
 load_all_checks()
 ALL_CHECKS = list(CHECKS.get_all())
 
 
 @pytest.fixture(scope="module")
-def schema(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
-    with running_service(embedded_mode(), tmp_path_factory.mktemp("schemathesis")) as service:
-        key = service.new_key(credits=10**8, plan="enterprise")
-        loaded = schemathesis.openapi.from_url(f"{service.api}/openapi.json")
-        loaded.config.update(base_url=service.url)
-        # The key as the document's security scheme: `ignored_auth` then knows it is real, and
-        # checks that requests without it, or with a spoiled one, are refused.
-        loaded.config.auth.openapi = OpenAPIAuthConfig(schemes={"ApiKeyHeader": {"api_key": key}})
-        # Valid by the schema is not always valid by the service: a reference that resolves to
-        # nothing, an upload completed before its bytes were PUT, a cursor this service did not
-        # issue are 400s a schema cannot express (docs/api.md "Errors"); an Idempotency-Key the
-        # generator happens to send again with another body is the documented 422. Everything
-        # else that `positive_data_acceptance` knows still holds.
-        loaded.config.checks.positive_data_acceptance = PositiveDataAcceptanceConfig(
-            expected_statuses=[*POSITIVE_DATA_ACCEPTANCE_EXPECTED_STATUSES, "400", "422"]
-        )
-        yield loaded.include(path_regex=IMPLEMENTED)
+def schema(service: Service):  # type: ignore[no-untyped-def]
+    key = service.new_key(credits=10**8, plan="enterprise")
+    loaded = schemathesis.openapi.from_url(f"{service.api}/openapi.json")
+    loaded.config.update(base_url=service.url)
+    # The key as the document's security scheme: `ignored_auth` then knows it is real, and
+    # checks that requests without it, or with a spoiled one, are refused.
+    loaded.config.auth.openapi = OpenAPIAuthConfig(schemes={"ApiKeyHeader": {"api_key": key}})
+    # Valid by the schema is not always valid by the service: a reference that resolves to
+    # nothing, an upload completed before its bytes were PUT, a cursor this service did not
+    # issue are 400s a schema cannot express (docs/api.md "Errors"); an Idempotency-Key the
+    # generator happens to send again with another body is the documented 422. Everything
+    # else that `positive_data_acceptance` knows still holds.
+    loaded.config.checks.positive_data_acceptance = PositiveDataAcceptanceConfig(
+        expected_statuses=[*POSITIVE_DATA_ACCEPTANCE_EXPECTED_STATUSES, "400", "422"]
+    )
+    return loaded.include(path_regex=IMPLEMENTED)
 
 
 def test_every_check_holds_on_valid_and_invalid_requests(schema) -> None:  # type: ignore[no-untyped-def]
     assert len(ALL_CHECKS) >= 14
     operations = [result.ok() for result in schema.get_all_operations()]
-    assert len(operations) == 22
+    assert len(operations) == 25
     for operation in operations:
         for mode, examples in ((GenerationMode.POSITIVE, 25), (GenerationMode.NEGATIVE, 15)):
 

@@ -8,10 +8,12 @@ storage); styleId on edit runs in both modes on a style saved straight into the 
 from __future__ import annotations
 
 import io
+import logging
 from typing import Any
 
 import httpx
 import numpy as np
+import pytest
 from PIL import Image
 
 from gateway.styles.schemas import StyleDetail
@@ -67,12 +69,17 @@ def test_styles_page_with_a_cursor(service: Service, base_url: str) -> None:
 
 @FETCHING
 def test_a_site_that_cannot_be_fetched_fails_the_job_and_refunds(
-    service: Service, base_url: str
+    service: Service, base_url: str, caplog: pytest.LogCaptureFixture
 ) -> None:
     key = service.new_key()
-    with service.client(key) as client:
+    with service.client(key) as client, caplog.at_level(logging.INFO, logger="workers"):
         job = extract(client, f"{base_url}/no-such-site/")
         bad_scheme = client.post("/styles/extract", json={"url": "ftp://example.com/"})
+    # An expected failure is one log line, not a traceback.
+    logged = [record for record in caplog.records if job["id"] in record.getMessage()]
+    failed = [record for record in logged if "failed" in record.getMessage()]
+    assert len(failed) == 1, [record.getMessage() for record in logged]
+    assert failed[0].exc_info is None and "\n" not in failed[0].getMessage()
     assert job["status"] == "failed"
     assert job["error"]["code"] == "GENERATION_FAILED"
     assert job["error"]["message"].startswith("Could not extract a style")

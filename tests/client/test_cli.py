@@ -106,4 +106,13 @@ def test_demo_then_serve_answers_with_the_printed_key(tmp_path: Path) -> None:
     finally:
         server.stop()
     # uvicorn re-raises the SIGTERM it handled once the lifespan has shut down cleanly.
-    assert "Application shutdown complete" in (tmp_path / "log").read_text()
+    log = (tmp_path / "log").read_text()
+    assert "Application shutdown complete" in log
+    # The in-memory broker has no host; kombu must not be left to warn about it.
+    assert "No hostname was supplied" not in log
+
+
+def test_version_is_the_package_version(tmp_path: Path) -> None:
+    from importlib.metadata import version
+
+    assert sfumato(tmp_path, "--version").stdout.strip() == f"sfumato {version('sfumato')}"

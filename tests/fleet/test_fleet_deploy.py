@@ -12,6 +12,7 @@ import re
 import tomllib
 from pathlib import Path
 from typing import Any
+from urllib.parse import parse_qsl, urlsplit
 
 import jsonschema
 import kubernetes_validate
@@ -269,7 +270,7 @@ def test_every_process_reads_the_same_configuration_and_secrets(
 def test_the_compose_file_runs_every_queue_on_shared_services() -> None:
     compose = yaml.safe_load((DEPLOY / "compose.yaml").read_text())
     services = compose["services"]
-    assert {"postgres", "redis", "minio", "migrate", "gateway"} <= set(services)
+    assert {"postgres", "redis", "seaweedfs", "bucket", "migrate", "gateway"} <= set(services)
     for name, service in services.items():
         assert "image" in service or "build" in service, name
         for dependency in service.get("depends_on", {}):
@@ -290,6 +291,53 @@ def test_the_compose_file_runs_every_queue_on_shared_services() -> None:
     defaults = ServiceConfig.model_validate(tomllib.loads(DEFAULT_CONFIG.read_text()))
     longest = max(defaults.queues.of(queue).shutdown_grace_seconds for queue in QUEUES)
     assert stop_grace >= longest + SHUTDOWN_DRAIN_SECONDS
+
+
+# The compose specification's JSON schema, vendored from compose-spec/compose-spec
+# (schema/compose-spec.json, Apache-2.0) so the check runs offline.
+COMPOSE_SCHEMA = DEPLOY / "schemas" / "compose-spec.json"
+# Images withdrawn from public registries: `docker compose up` would fail before anything ran.
+WITHDRAWN_IMAGES = ("minio/minio", "minio/mc", "bitnami/minio")
+
+
+def test_the_compose_file_is_valid_and_pulls_only_public_maintained_images() -> None:
+    compose = yaml.safe_load((DEPLOY / "compose.yaml").read_text())
+    jsonschema.Draft7Validator(json.loads(COMPOSE_SCHEMA.read_text())).validate(compose)
+    built = {service["image"] for service in compose["services"].values() if "build" in service}
+    for name, service in compose["services"].items():
+        image = service["image"]
+        assert not image.startswith(WITHDRAWN_IMAGES), (name, image)
+        assert image in built or "/" not in image or image.startswith("chrislusf/"), image
+        for volume in service.get("volumes", []):
+            source = volume.split(":")[0]
+            if source.startswith("."):
+                assert (DEPLOY / source).exists(), (name, source)
+
+
+def test_compose_presigns_urls_for_the_port_its_s3_store_publishes_on_the_host() -> None:
+    compose = yaml.safe_load((DEPLOY / "compose.yaml").read_text())
+    services = compose["services"]
+    storage = urlsplit(services["gateway"]["environment"]["SFUMATO_STORAGE_URL"])
+    options = dict(parse_qsl(storage.query))
+    inside, public = urlsplit(options["endpoint"]), urlsplit(options["public_endpoint"])
+    store = services[inside.hostname]
+    assert f"{public.port}:{inside.port}" in store["ports"]
+    assert public.hostname in ("127.0.0.1", "localhost")
+    assert str(inside.port) in " ".join(store["healthcheck"]["test"])
+    # The bucket exists before any service uses it, and the store knows the services' keys.
+    bucket = services["bucket"]
+    assert storage.netloc in " ".join(bucket["command"])
+    assert bucket["depends_on"][inside.hostname]["condition"] == "service_healthy"
+    for name in ("gateway", "worker-image", "worker-video", "worker-style"):
+        assert services[name]["depends_on"]["bucket"]["condition"] == (
+            "service_completed_successfully"
+        )
+    environment = services["gateway"]["environment"]
+    identities = json.loads((DEPLOY / "seaweedfs" / "s3.json").read_text())["identities"]
+    assert {
+        "accessKey": environment["AWS_ACCESS_KEY_ID"],
+        "secretKey": environment["AWS_SECRET_ACCESS_KEY"],
+    } in [credential for identity in identities for credential in identity["credentials"]]
 
 
 def test_the_dockerfiles_build_the_gateway_and_both_workers() -> None:

@@ -192,3 +192,57 @@ def test_references_lend_their_look_through_style_transfer() -> None:
     assert any("reference" in note for note in output.notes)
     purple = generate(prompt="hills", references=(striped((150, 40, 250)),))[0]
     assert np.abs(mean_rgb(output.images[0]) - mean_rgb(purple)).max() > 15
+
+
+def test_a_subject_it_cannot_draw_is_said_plainly() -> None:
+    output = BuiltinGenerate().run(
+        replace(BASE, prompt="a red bicycle against a brick wall"), RecordingControl()
+    )
+    cannot = [note for note in output.notes if note.startswith("cannot draw")]
+    assert len(cannot) == 1, output.notes
+    assert "bicycle, brick, wall" in cannot[0]
+    assert "sfumato models pull" in cannot[0]
+
+
+def test_unknown_words_beside_a_scene_are_named_and_style_words_are_not() -> None:
+    notes = (
+        BuiltinGenerate()
+        .run(
+            replace(BASE, prompt="a lighthouse on the coast at dusk, watercolour"),
+            RecordingControl(),
+        )
+        .notes
+    )
+    assert any(note.startswith("not drawn: lighthouse.") for note in notes), notes
+    drawable = (
+        BuiltinGenerate()
+        .run(
+            replace(BASE, prompt="a beautiful sunset over the mountains, oil painting"),
+            RecordingControl(),
+        )
+        .notes
+    )
+    assert not any("drawn" in note or "cannot draw" in note for note in drawable), drawable
+
+
+def test_a_brand_style_palette_name_never_picks_an_art_style() -> None:
+    # A style whose palette is led by a colour named "Charcoal" (and whose aesthetic names a
+    # "sea green" and a font) lends its colours and moods, never the pencil style or a sea.
+    brand = StyleHints(
+        palette=("#333333", "#2e8b57", "#f5f0e6"),
+        tone=("calm",),
+        aesthetic="A light, cool palette led by charcoal on sea green, set in Mosaic Sans "
+        "headings; the voice is calm.",
+    )
+    output = BuiltinGenerate().run(
+        replace(BASE, prompt="hills at noon", style=brand), RecordingControl()
+    )
+    unnamed = replace(brand, aesthetic="A light, cool palette; the voice is calm.")
+    same_moods = BuiltinGenerate().run(
+        replace(BASE, prompt="hills at noon", style=unnamed), RecordingControl()
+    )
+    assert not any("learned style" in note for note in output.notes), output.notes
+    assert output.notes[0].startswith("builtin procedural painter: land layout")
+    assert any(note.startswith("brand style: its 3 colours, moods ") for note in output.notes)
+    # The colour and font names change nothing: the same picture as without them.
+    assert output.images[0].tobytes() == same_moods.images[0].tobytes()

@@ -8,16 +8,21 @@ from collections.abc import Callable
 
 from PIL import Image
 
-from pipelines.base import GenerateInput, ImageOutput, JobControl
+from pipelines.base import GenerateInput, ImageOutput, JobControl, StyleHints
 from pipelines.builtin import painting_styles
 from pipelines.builtin.generate.layout import QUALITIES, plan_scene
 from pipelines.builtin.generate.painter import REPORTS_PER_IMAGE, Painter
 from pipelines.builtin.generate.palette import build_palette
-from pipelines.builtin.generate.prompt import layout_of, parse_prompt
+from pipelines.builtin.generate.prompt import layout_of, parse_prompt, undrawable_words
 from pipelines.builtin.generate.seeds import rng_for, stable_int
 from pipelines.builtin.imaging import log_peak_memory, to_array, to_image
 
 log = logging.getLogger(__name__)
+CAN_DRAW = (
+    "The builtin painter paints only landscapes, seas, skies and space with the sun, moon, "
+    "stars and clouds; for other subjects use a real model (`sfumato models pull`, "
+    "docs/models.md)"
+)
 
 
 class BuiltinGenerate:
@@ -34,12 +39,14 @@ class BuiltinGenerate:
             )
         if inputs.width < 1 or inputs.height < 1 or inputs.variations < 1:
             raise ValueError("width, height and variations must be positive")
-        extra_words = " ".join((*inputs.style.tone, inputs.style.aesthetic)) if inputs.style else ""
-        text = f"{inputs.prompt} {extra_words}"
-        terms = parse_prompt(text)
+        terms = parse_prompt(inputs.prompt)
+        # A brand style lends its palette (the hex colours) and the moods of its words, never
+        # a scene or an art style: its text names colours ("charcoal", "sea green") and fonts.
+        style_moods = brand_moods(inputs.style)
+        terms.moods.extend(mood for mood in style_moods if mood not in terms.moods)
         layout = layout_of(terms)
         palette = build_palette(terms, layout, inputs.references, inputs.style)
-        learned = painting_styles.find_learned_style(text)
+        learned = painting_styles.find_learned_style(inputs.prompt)
         board = painting_styles.reference_board(inputs.references) if inputs.references else None
         paint_width = max(1, round(inputs.width * quality.render_scale))
         paint_height = max(1, round(inputs.height * quality.render_scale))
@@ -69,6 +76,19 @@ class BuiltinGenerate:
             "understood: "
             + (", ".join(terms.recognised) or "nothing; palette from the prompt text"),
         ]
+        cannot_draw = ", ".join(undrawable_words(terms, painting_styles.STYLE_WORDS))
+        if cannot_draw and not (terms.scenes or terms.features):
+            notes.append(
+                f"cannot draw the prompt's subject ({cannot_draw}): this is a {layout} "
+                f"landscape in its colours instead. {CAN_DRAW}"
+            )
+        elif cannot_draw:
+            notes.append(f"not drawn: {cannot_draw}. {CAN_DRAW}")
+        if inputs.style:
+            notes.append(
+                f"brand style: its {len(inputs.style.palette)} colours"
+                + (f", moods {', '.join(style_moods)}" if style_moods else "")
+            )
         if learned:
             notes.append(
                 f"painted in the learned style {learned[0].name!r} (from {learned[1][0]!r})"
@@ -114,3 +134,10 @@ def paint_over(
         strength = REFERENCE_STRENGTH_UNDER_STYLE if learned else REFERENCE_STRENGTH
         picture = engine.from_reference(picture, board, strength)
     return to_image(picture)
+
+
+def brand_moods(style: StyleHints | None) -> list[str]:
+    """The moods a brand style's tone and aesthetic words stand for ("dark", "warm")."""
+    if style is None:
+        return []
+    return parse_prompt(" ".join((*style.tone, style.aesthetic))).moods

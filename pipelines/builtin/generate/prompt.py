@@ -68,6 +68,17 @@ def parse_prompt(text: str) -> PromptTerms:
     return terms
 
 
+def undrawable_words(terms: PromptTerms, also_known: frozenset[str] = frozenset()) -> list[str]:
+    """The prompt's words that name something the painter cannot draw: the unknown words but
+    the ones that name no subject and those in `also_known` (art-style words), each once."""
+    known = vocab.NON_SUBJECT_WORDS | also_known
+    found: list[str] = []
+    for word in terms.unknown:
+        if len(word) > 2 and word not in known and word not in found:
+            found.append(word)
+    return found
+
+
 def layout_of(terms: PromptTerms) -> str:
     """`space`, `sea`, `sky` or `land`: what the picture is built around."""
     ground = [s for s in terms.scenes if s in GROUND_SCENES]

@@ -1,0 +1,23 @@
+"""deleted jobs: a finished job's deletion leaves its row (the ledger names it) without content
+
+Revision ID: 0005
+Revises: 0004
+Create Date: 2026-11-25
+"""
+
+import sqlalchemy as sa
+from alembic import op
+
+revision = "0005"
+down_revision = "0004"
+branch_labels = None
+depends_on = None
+
+
+def upgrade() -> None:
+    op.add_column("jobs", sa.Column("deleted_at", sa.DateTime(timezone=True), nullable=True))
+
+
+def downgrade() -> None:
+    with op.batch_alter_table("jobs") as batch:
+        batch.drop_column("deleted_at")

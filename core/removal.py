@@ -1,0 +1,58 @@
+"""What deleting one of an account's things (a finished job, an upload, a style) shares: the
+check that no job in flight still needs its files, taking its media out of every style's folder
+and its rows away in one transaction, then removing the stored files once that committed."""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Sequence
+
+from sqlalchemy.orm import Session
+
+from core.errors import Conflict
+from core.jobs import repository as jobs_repository
+from core.storage import Storage, StorageError
+from core.styles import repository as styles_repository
+from core.tables import Media
+
+log = logging.getLogger(__name__)
+
+
+class InputOfJobInFlight(Conflict):
+    def __init__(self, what: str) -> None:
+        super().__init__(
+            f"{what} is an input of a pending or processing job; wait for it to finish or "
+            "cancel it, then delete"
+        )
+
+
+def refuse_if_input_of_job_in_flight(
+    session: Session, account_id: str, media: Sequence[Media], what: str
+) -> None:
+    """A job's inputs name the stored files it reads (core/references): deleting one under a
+    job in flight would fail that job."""
+    keys = [item.storage_key for item in media]
+    if not keys:
+        return
+    for inputs in jobs_repository.in_flight_inputs(session, account_id):
+        text = json.dumps(inputs)
+        if any(key in text for key in keys):
+            raise InputOfJobInFlight(what)
+
+
+def drop_media(session: Session, media: Sequence[Media]) -> list[str]:
+    """Unlink the media from every style folder and delete their rows; their storage keys."""
+    ids = [item.id for item in media]
+    styles_repository.unlink_media(session, ids)
+    jobs_repository.delete_media(session, ids)
+    return [item.storage_key for item in media]
+
+
+def delete_stored(storage: Storage, keys: Sequence[str]) -> None:
+    """After the rows are gone: a file left behind is only space, so a failure is logged."""
+    for key in keys:
+        try:
+            storage.delete(key)
+        except (StorageError, OSError) as error:
+            log.warning("stored file %s of a deleted resource was not removed: %s", key, error)
