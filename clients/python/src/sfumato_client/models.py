@@ -1,0 +1,253 @@
+"""The API's objects as typed models: snake_case attributes, the wire's camelCase as aliases.
+
+Response models ignore fields they do not know (a newer server keeps older clients working);
+request models carry no bounds of their own (the server judges input and answers 400 with
+details). tests/client/test_models_match_openapi.py holds them to the served OpenAPI document.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic.alias_generators import to_camel
+
+TERMINAL_STATUSES = frozenset({"completed", "failed"})
+
+
+class APIModel(BaseModel):
+    """An object the API answers with."""
+
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="ignore")
+
+
+class RequestBody(BaseModel):
+    """A request body: only the fields given are sent, so the server's defaults apply."""
+
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True)
+
+    def wire(self) -> dict[str, Any]:
+        return self.model_dump(mode="json", by_alias=True, exclude_none=True)
+
+
+# Jobs
+
+
+class ResultImage(APIModel):
+    id: str
+    url: str
+    width: int
+    height: int
+
+
+class ResultVideo(APIModel):
+    id: str
+    url: str
+    duration_seconds: float
+    # A poster made just after the video: may be None on the first completed read.
+    thumbnail_url: str | None
+    width: int
+    height: int
+
+
+class ResultStyle(APIModel):
+    id: str
+
+
+class JobResult(APIModel):
+    images: list[ResultImage] | None = None
+    video: ResultVideo | None = None
+    style: ResultStyle | None = None
+
+
+class JobError(APIModel):
+    code: str
+    message: str
+
+
+class JobData(APIModel):
+    """A job as the API shows it (`status`: pending, processing, completed, failed)."""
+
+    id: str
+    type: str
+    status: str
+    created_at: str
+    # 0..1, never decreasing; None from a server that does not report progress.
+    progress: float | None = None
+    result: JobResult | None = None
+    error: JobError | None = None
+
+    @property
+    def is_terminal(self) -> bool:
+        return self.status in TERMINAL_STATUSES
+
+
+# Styles
+
+
+class SolidColour(APIModel):
+    type: Literal["solid"]
+    name: str
+    hex: str
+    role: str = ""
+
+
+class GradientStop(APIModel):
+    hex: str
+    position_pct: float | None = None
+
+
+class GradientColour(APIModel):
+    type: Literal["gradient"]
+    name: str
+    gradient_subtype: str
+    stops: list[GradientStop]
+    angle_deg: float | None = None
+    role: str = ""
+
+
+class TypographyItem(APIModel):
+    font_family: str
+    weight: str | None = None
+    text_transform: str | None = None
+    role: str
+
+
+class Style(APIModel):
+    """A saved style in full (`StyleDetail`)."""
+
+    id: str
+    name: str
+    url: str | None
+    description: str | None
+    tagline: str | None
+    colours: list[Annotated[SolidColour | GradientColour, Field(discriminator="type")]]
+    typography: list[TypographyItem]
+    tone: list[str]
+    aesthetic: str
+    logo_url: str | None
+
+
+class StyleSummary(APIModel):
+    id: str
+    name: str
+    url: str | None
+    logo_url: str | None
+    palette: list[str]
+
+
+class SearchHit(APIModel):
+    id: str
+    name: str
+    url: str
+    similarity: float
+
+
+class StyleAsset(APIModel):
+    """An image in a style's linked folder (an extension of the API)."""
+
+    id: str
+    name: str
+    url: str
+    source: str
+    alt_text: str
+    created_at: str
+
+
+# Uploads and the account
+
+
+class PresignedUpload(APIModel):
+    upload_id: str
+    upload_url: str
+    expires_in: int
+
+
+class Upload(APIModel):
+    """A completed upload: its id or url is a reference for generations."""
+
+    id: str
+    url: str
+    content_type: str
+    width: int
+    height: int
+
+
+class Plan(APIModel):
+    id: str
+    tier: str
+
+
+class Account(APIModel):
+    user_id: str
+    email: str
+    plan: Plan
+
+
+# Request bodies
+
+
+class GenerateRequest(RequestBody):
+    prompt: str
+    aspect_ratio: str | None = None
+    quality: str | None = None
+    resolution: str | None = None
+    style_id: str | None = None
+    references: list[str] | None = None
+    variations: int | None = None
+
+
+class EditRequest(RequestBody):
+    image_id: str
+    prompt: str
+    style_id: str | None = None
+    references: list[str] | None = None
+
+
+class ResizeRequest(RequestBody):
+    image_id: str
+    aspect_ratio: str
+    resolution: str | None = None
+
+
+class UpscaleRequest(RequestBody):
+    image_id: str
+    resolution: str
+
+
+class ImageToVideoRequest(RequestBody):
+    image: str
+    prompt: str
+    duration: float | None = None
+    resolution: str | None = None
+    audio: bool | None = None
+    negative_prompt: str | None = None
+
+
+class FramesRequest(RequestBody):
+    start_image: str
+    end_image: str
+    prompt: str
+    duration: float | None = None
+    aspect_ratio: str | None = None
+    resolution: str | None = None
+    audio: bool | None = None
+    negative_prompt: str | None = None
+
+
+class ExtractRequest(RequestBody):
+    url: str
+
+
+class SearchRequest(RequestBody):
+    query: str
+    limit: int | None = None
+
+
+class LinkAssetsRequest(RequestBody):
+    images: list[str]
+
+
+class PresignRequest(RequestBody):
+    filename: str
+    content_type: str

@@ -1,0 +1,1 @@
+"""The API resources, each in its sync and async form."""

@@ -1,0 +1,108 @@
+"""Videos: animate one image, or a transition between two frames; read."""
+
+from __future__ import annotations
+
+from sfumato_client._files import FileInput
+from sfumato_client.models import FramesRequest, ImageToVideoRequest
+from sfumato_client.resources._create import AsyncCreates, SyncCreates
+from sfumato_client.resources.jobs import AsyncJob, Job
+
+
+class Videos(SyncCreates):
+    def image_to_video(
+        self,
+        image: FileInput,
+        prompt: str,
+        *,
+        duration: float | None = None,
+        resolution: str | None = None,
+        audio: bool | None = None,
+        negative_prompt: str | None = None,
+    ) -> Job:
+        """Animates one image (a local file is uploaded first); the clip takes its ratio."""
+        body = ImageToVideoRequest(
+            image=self._uploads.resolve(image),
+            prompt=prompt,
+            duration=duration,
+            resolution=resolution,
+            audio=audio,
+            negative_prompt=negative_prompt,
+        )
+        return self._create("/videos/image-to-video", body)
+
+    def frames(
+        self,
+        start_image: FileInput,
+        end_image: FileInput,
+        prompt: str,
+        *,
+        duration: float | None = None,
+        aspect_ratio: str | None = None,
+        resolution: str | None = None,
+        audio: bool | None = None,
+        negative_prompt: str | None = None,
+    ) -> Job:
+        """A transition from `start_image` to `end_image` (local files uploaded first)."""
+        body = FramesRequest(
+            start_image=self._uploads.resolve(start_image),
+            end_image=self._uploads.resolve(end_image),
+            prompt=prompt,
+            duration=duration,
+            aspect_ratio=aspect_ratio,
+            resolution=resolution,
+            audio=audio,
+            negative_prompt=negative_prompt,
+        )
+        return self._create("/videos/frames", body)
+
+    def get(self, job_id: str, *, wait: bool = False) -> Job:
+        return self._read(f"/videos/{job_id}", wait)
+
+
+class AsyncVideos(AsyncCreates):
+    async def image_to_video(
+        self,
+        image: FileInput,
+        prompt: str,
+        *,
+        duration: float | None = None,
+        resolution: str | None = None,
+        audio: bool | None = None,
+        negative_prompt: str | None = None,
+    ) -> AsyncJob:
+        body = ImageToVideoRequest(
+            image=await self._uploads.resolve(image),
+            prompt=prompt,
+            duration=duration,
+            resolution=resolution,
+            audio=audio,
+            negative_prompt=negative_prompt,
+        )
+        return await self._create("/videos/image-to-video", body)
+
+    async def frames(
+        self,
+        start_image: FileInput,
+        end_image: FileInput,
+        prompt: str,
+        *,
+        duration: float | None = None,
+        aspect_ratio: str | None = None,
+        resolution: str | None = None,
+        audio: bool | None = None,
+        negative_prompt: str | None = None,
+    ) -> AsyncJob:
+        body = FramesRequest(
+            start_image=await self._uploads.resolve(start_image),
+            end_image=await self._uploads.resolve(end_image),
+            prompt=prompt,
+            duration=duration,
+            aspect_ratio=aspect_ratio,
+            resolution=resolution,
+            audio=audio,
+            negative_prompt=negative_prompt,
+        )
+        return await self._create("/videos/frames", body)
+
+    async def get(self, job_id: str, *, wait: bool = False) -> AsyncJob:
+        return await self._read(f"/videos/{job_id}", wait)

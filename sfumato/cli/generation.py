@@ -1,0 +1,191 @@
+"""`sfumato generate | edit | reframe | upscale | animate | transition`: a job on a server,
+followed with a progress bar, its images or video written to files (see remote.py)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from core.jobs.contract import (
+    FramesAspectRatio,
+    GenerateAspectRatio,
+    ImageResolution,
+    Quality,
+    ResizeAspectRatio,
+    VideoResolution,
+)
+from sfumato.cli.remote import ApiKeyOption, ApiUrlOption, OutputOption, choice, connected, finish
+
+CURRENT_DIRECTORY = Path(".")
+AudioOption = Annotated[
+    bool, typer.Option("--audio/--no-audio", help="An AAC soundtrack (default) or none.")
+]
+NegativePromptOption = Annotated[
+    str | None, typer.Option("--negative-prompt", help="What the motion should avoid.")
+]
+VideoResolutionOption = Annotated[
+    str | None,
+    typer.Option(
+        help="480p or 720p (default 720p).", callback=choice(VideoResolution, "--resolution")
+    ),
+]
+
+
+def generate(
+    prompt: str,
+    ratio: Annotated[
+        str | None,
+        typer.Option(
+            help="Aspect ratio (default 1:1).", callback=choice(GenerateAspectRatio, "--ratio")
+        ),
+    ] = None,
+    quality: Annotated[
+        str | None,
+        typer.Option(
+            help="low, medium or high (default medium).", callback=choice(Quality, "--quality")
+        ),
+    ] = None,
+    resolution: Annotated[
+        str | None,
+        typer.Option(
+            help="1K, 2K or 4K (default 1K).", callback=choice(ImageResolution, "--resolution")
+        ),
+    ] = None,
+    variations: Annotated[int | None, typer.Option(help="1 to 4 images.")] = None,
+    style: Annotated[str | None, typer.Option(help="A saved style's id.")] = None,
+    ref: Annotated[
+        list[str] | None,
+        typer.Option(help="A reference image: a local file (uploaded first), URL or id."),
+    ] = None,
+    output: OutputOption = CURRENT_DIRECTORY,
+    api_url: ApiUrlOption = None,
+    api_key: ApiKeyOption = None,
+) -> None:
+    """Generate images from a prompt and save them."""
+    with connected(api_url, api_key) as client:
+        job = client.images.generate(
+            prompt,
+            aspect_ratio=ratio,
+            quality=quality,
+            resolution=resolution,
+            style_id=style,
+            references=ref or None,
+            variations=variations,
+        )
+        finish(client, job, output)
+
+
+def edit(
+    image_id: str,
+    prompt: str,
+    ref: Annotated[
+        list[str] | None,
+        typer.Option(help="A reference image: a local file (uploaded first), URL or id."),
+    ] = None,
+    style: Annotated[str | None, typer.Option(help="A saved style's id.")] = None,
+    output: OutputOption = CURRENT_DIRECTORY,
+    api_url: ApiUrlOption = None,
+    api_key: ApiKeyOption = None,
+) -> None:
+    """Edit a prior image (a job id or an image id) with a prompt."""
+    with connected(api_url, api_key) as client:
+        job = client.images.edit(image_id, prompt, references=ref or None, style_id=style)
+        finish(client, job, output)
+
+
+def reframe(
+    image_id: str,
+    ratio: Annotated[
+        str,
+        typer.Option(help="The new aspect ratio.", callback=choice(ResizeAspectRatio, "--ratio")),
+    ],
+    resolution: Annotated[
+        str | None,
+        typer.Option(
+            help="1K, 2K or 4K (default 1K).", callback=choice(ImageResolution, "--resolution")
+        ),
+    ] = None,
+    output: OutputOption = CURRENT_DIRECTORY,
+    api_url: ApiUrlOption = None,
+    api_key: ApiKeyOption = None,
+) -> None:
+    """Reframe a prior image to another aspect ratio."""
+    with connected(api_url, api_key) as client:
+        finish(client, client.images.resize(image_id, ratio, resolution), output)
+
+
+def upscale(
+    image_id: str,
+    resolution: Annotated[
+        str, typer.Option(help="1K, 2K or 4K.", callback=choice(ImageResolution, "--resolution"))
+    ],
+    output: OutputOption = CURRENT_DIRECTORY,
+    api_url: ApiUrlOption = None,
+    api_key: ApiKeyOption = None,
+) -> None:
+    """Upscale a prior image."""
+    with connected(api_url, api_key) as client:
+        finish(client, client.images.upscale(image_id, resolution), output)
+
+
+def animate(
+    image: str,
+    prompt: str,
+    duration: Annotated[float | None, typer.Option(help="Seconds, 1 to 15 (default 6).")] = None,
+    resolution: VideoResolutionOption = None,
+    audio: AudioOption = True,
+    negative_prompt: NegativePromptOption = None,
+    output: OutputOption = CURRENT_DIRECTORY,
+    api_url: ApiUrlOption = None,
+    api_key: ApiKeyOption = None,
+) -> None:
+    """Animate one image (a local file, uploaded first, a URL or an id) into a clip."""
+    with connected(api_url, api_key) as client:
+        job = client.videos.image_to_video(
+            image,
+            prompt,
+            duration=duration,
+            resolution=resolution,
+            audio=audio,
+            negative_prompt=negative_prompt,
+        )
+        finish(client, job, output)
+
+
+def transition(
+    start: str,
+    end: str,
+    prompt: str,
+    duration: Annotated[float | None, typer.Option(help="Seconds, 4 to 15 (default 6).")] = None,
+    ratio: Annotated[
+        str | None,
+        typer.Option(
+            help="Aspect ratio (default auto: the start frame's).",
+            callback=choice(FramesAspectRatio, "--ratio"),
+        ),
+    ] = None,
+    resolution: VideoResolutionOption = None,
+    audio: AudioOption = True,
+    negative_prompt: NegativePromptOption = None,
+    output: OutputOption = CURRENT_DIRECTORY,
+    api_url: ApiUrlOption = None,
+    api_key: ApiKeyOption = None,
+) -> None:
+    """A clip moving from a START frame to an END frame (local files, URLs or ids)."""
+    with connected(api_url, api_key) as client:
+        job = client.videos.frames(
+            start,
+            end,
+            prompt,
+            duration=duration,
+            aspect_ratio=ratio,
+            resolution=resolution,
+            audio=audio,
+            negative_prompt=negative_prompt,
+        )
+        finish(client, job, output)
+
+
+COMMANDS = (generate, edit, reframe, upscale, animate, transition)

@@ -1,0 +1,129 @@
+"""What the commands that talk to a Sfumato server share (through `sfumato_client`): the
+server and key options, exit codes, a progress bar per job, Ctrl-C, downloads.
+
+Exit codes: 0 done; 1 the job failed; 2 a usage error (click's own, or a value the CLI checks
+itself); 3 an API error, as one line with its code and message; 130 interrupted by Ctrl-C.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Annotated, Any, NoReturn, get_args
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, TimeElapsedColumn
+
+from sfumato_client import APIError, Client, Job, JobFailedError
+
+EXIT_JOB_FAILED = 1
+EXIT_USAGE = 2
+EXIT_API_ERROR = 3
+EXIT_INTERRUPTED = 130
+
+ApiUrlOption = Annotated[
+    str | None,
+    typer.Option(
+        "--api-url",
+        envvar="SFUMATO_API_URL",
+        help="The server's API base URL, ending in /v1.",
+        show_default=False,
+    ),
+]
+ApiKeyOption = Annotated[
+    str | None,
+    typer.Option("--api-key", envvar="SFUMATO_API_KEY", help="The API key.", show_default=False),
+]
+OutputOption = Annotated[
+    Path,
+    typer.Option(
+        "-o",
+        "--output",
+        help="A file, or a directory for the outputs (named by their ids).",
+    ),
+]
+
+err = Console(stderr=True)
+
+
+def choice(literal: Any, option: str) -> Callable[[str | None], str | None]:
+    """A callback that accepts only the values of one of core's Literal or enum types (the
+    lists of SPEC.md), so that a value the server would refuse is a usage error before any
+    request."""
+    allowed = get_args(literal) or tuple(member.value for member in literal)
+
+    def check(value: str | None) -> str | None:
+        if value is not None and value not in allowed:
+            raise typer.BadParameter(
+                f"{value!r} is not one of {', '.join(allowed)}", param_hint=option
+            )
+        return value
+
+    return check
+
+
+@contextmanager
+def connected(api_url: str | None, api_key: str | None) -> Iterator[Client]:
+    """The client, and the API's errors as exit code 3 with one line: code and message."""
+    if not api_url:
+        err.print("error: no server: pass --api-url or set SFUMATO_API_URL (ending in /v1)")
+        raise typer.Exit(EXIT_USAGE)
+    try:
+        with Client(api_url, api_key) as client:
+            yield client
+    except JobFailedError as failed:
+        err.print(f"job {failed.job.id} failed: {failed.message}", markup=False)
+        raise typer.Exit(EXIT_JOB_FAILED) from None
+    except APIError as error:
+        api_error(error)
+
+
+def api_error(error: APIError) -> NoReturn:
+    label = error.code or (f"HTTP {error.status}" if error.status else "CONNECTION_ERROR")
+    err.print(f"error: {label}: {error.message}", markup=False, soft_wrap=True)
+    raise typer.Exit(EXIT_API_ERROR)
+
+
+def follow(client: Client, job: Job) -> Job:
+    """Prints the job id, shows a progress bar until the job is terminal (the event stream,
+    else long-polls) and returns it; raises JobFailedError when it failed. Ctrl-C asks whether
+    to cancel the job (otherwise it keeps running, to be found again with `sfumato jobs show`)."""
+    columns = (
+        TextColumn("{task.description}"),
+        BarColumn(),
+        TaskProgressColumn(),
+        TimeElapsedColumn(),
+    )
+    try:
+        typer.echo(f"job {job.id} ({job.type})")
+        with Progress(*columns, console=err, transient=False) as progress:
+            task = progress.add_task(job.status, total=1.0)
+
+            def show(update: Any) -> None:
+                progress.update(task, description=update.status, completed=update.progress or 0.0)
+
+            return client.jobs.wait(job.id, on_progress=show)
+    except KeyboardInterrupt:
+        interrupted(client, job)
+
+
+def interrupted(client: Client, job: Job) -> NoReturn:
+    try:
+        cancel = typer.confirm(f"\ncancel job {job.id}?", default=False, err=True)
+    except (KeyboardInterrupt, typer.Abort):
+        cancel = False
+    if cancel:
+        cancelled = client.jobs.cancel(job.id)
+        err.print(f"job {job.id} cancelled ({cancelled.status})")
+    else:
+        err.print(f"job {job.id} keeps running: sfumato jobs show {job.id}")
+    raise typer.Exit(EXIT_INTERRUPTED)
+
+
+def finish(client: Client, job: Job, output: Path) -> None:
+    """Follows a generation to its end and writes its images or video under `output`."""
+    done = follow(client, job)
+    for path in done.download(output):
+        typer.echo(str(path))
