@@ -26,6 +26,7 @@ from gateway.metrics import router as metrics_router
 from gateway.middleware import AuthMiddleware, BodyLimitMiddleware
 from gateway.openapi import install_openapi
 from gateway.runtime import Gateway
+from gateway.styles.router import SENTENCE_MODEL
 from gateway.styles.router import router as styles_router
 from gateway.uploads.router import router as uploads_router
 from gateway.videos.router import router as videos_router
@@ -55,6 +56,7 @@ def create_app(gateway: Gateway) -> FastAPI:
     @contextlib.asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
         services = gateway.services
+        SENTENCE_MODEL.start()
         sweep = JobSweep(gateway.lifecycle)
         await services.events.start()
         workers = gateway.embedded_workers
@@ -98,6 +100,7 @@ def create_app(gateway: Gateway) -> FastAPI:
     app.include_router(health.router)
     app.include_router(metrics_router)
     app.state.readiness = ReadinessChecks(gateway.services)
+    app.state.readiness_extra = {"sentenceModel": SENTENCE_MODEL.check}
     install_error_handlers(app)
     install_openapi(app)
     app.add_middleware(RateLimitMiddleware, limiter=gateway.limiter)
