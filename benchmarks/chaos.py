@@ -201,6 +201,10 @@ def _wait_for(predicate: Any, timeout: float, what: str) -> None:
         time.sleep(0.2)
 
 
+def _ready(worker: Child) -> bool:
+    return " ready." in worker.log.read_text(errors="replace")
+
+
 def _answers(url: str) -> bool:
     try:
         return httpx.get(url, timeout=1).status_code == 200
@@ -286,9 +290,7 @@ def cluster(folder: Path) -> Iterator[Cluster]:
         for port in running.gateways:
             _wait_for(lambda p=port: _answers(f"http://127.0.0.1:{p}/healthz"), 300, "gateway")
         for _, worker in running.workers:
-            _wait_for(
-                lambda w=worker: " ready." in w.log.read_text(errors="replace"), 300, "worker"
-            )
+            _wait_for(lambda w=worker: _ready(w), 300, "worker")
         yield running
 
 
@@ -343,8 +345,13 @@ class Faults:
             while self._processing(queue) == 0 and time.monotonic() < deadline:
                 time.sleep(0.1)
             busy = self._processing(queue)
+            # Only a worker that is up: on a busy machine a replacement takes minutes to start,
+            # and killing starting workers would only leave a queue without any.
             with running.lock:
-                candidates = [(q, c) for q, c in running.workers if q == queue]
+                candidates = [(q, c) for q, c in running.workers if q == queue and _ready(c)]
+            if not candidates:
+                self._note(kind, f"skipped: no {queue} worker is up yet")
+                return
             target_queue, child = random.choice(candidates)
             sig = signal.SIGKILL if "SIGKILL" in kind else signal.SIGTERM
             os.kill(child.pid, sig)
