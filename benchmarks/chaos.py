@@ -515,7 +515,10 @@ def _check(
         if event["kind"] == "long_poll" and (
             event["outcome"] == "client-timeout" or event.get("took", 0) > bound
         ):
-            violations[INVARIANTS[5]].append(f"at {event['t']}s: {event['outcome']}")
+            violations[INVARIANTS[5]].append(
+                f"ended at {event['t']}s, took {event.get('took')} s on gateway "
+                f"{event.get('gateway')}: {event['outcome']}"
+            )
     # 7. No object the database does not know of (outputs have no purge period: a leaked one
     # stays forever; staged uploads are known to the database until their purge).
     known = media_keys | staging_keys | logo_keys

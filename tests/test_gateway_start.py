@@ -23,10 +23,10 @@ def test_the_sentence_model_loads_in_the_background_and_readyz_waits_for_it(
     env = {**embedded_mode().env, "SFUMATO_DATA_DIR": str(tmp_path)}
     gateway = Process(["serve", "--port", str(port)], env, tmp_path / "serve.log").start()
     try:
-        wait_until(lambda: _answers(f"{url}/healthz"), 60, "gateway up")
+        wait_until(lambda: _answers(f"{url}/healthz"), 240, "gateway up")
         answers: list[tuple[int, dict[str, str]]] = []
         slowest_liveness = 0.0
-        deadline = time.monotonic() + 90
+        deadline = time.monotonic() + 240
         while time.monotonic() < deadline:
             ready = httpx.get(f"{url}/readyz", timeout=10)
             body = ready.json()
