@@ -24,6 +24,7 @@ def test_the_sentence_model_loads_in_the_background_and_readyz_waits_for_it(
     gateway = Process(["serve", "--port", str(port)], env, tmp_path / "serve.log").start()
     try:
         wait_until(lambda: _answers(f"{url}/healthz"), 240, "gateway up")
+        up_at = time.monotonic()
         answers: list[tuple[int, dict[str, str]]] = []
         slowest_liveness = 0.0
         deadline = time.monotonic() + 240
@@ -40,8 +41,10 @@ def test_the_sentence_model_loads_in_the_background_and_readyz_waits_for_it(
         status, checks = answers[0]
         assert status == 503 and checks["sentenceModel"] == "RuntimeError: loading", answers[0]
         assert answers[-1] == (200, {"database": "ok", "broker": "ok", "sentenceModel": "ok"})
-        # The loop answered while the model loaded: no probe waited for the load (seconds).
-        assert slowest_liveness < 1.0, slowest_liveness
+        # The loop answered while the model loaded: no probe waited for the load itself (a
+        # ratio within the run, as the machine's load stretches both).
+        loading = time.monotonic() - up_at
+        assert slowest_liveness < loading / 2, (slowest_liveness, loading)
     finally:
         gateway.stop()
 
