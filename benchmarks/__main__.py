@@ -15,6 +15,7 @@ from pathlib import Path
 from types import FrameType
 
 from benchmarks import (
+    chaos,
     create_overhead,
     create_to_start,
     diffusion,
@@ -41,6 +42,7 @@ BENCHMARKS: dict[str, Callable[[Options], Section]] = {
     "fleet": fleet.run,
     "diffusion": diffusion.run,
     "diffusion_video": diffusion_video.run,
+    "chaos": chaos.run,
 }
 DOC = REPO / "docs" / "benchmarks.md"
 
@@ -51,6 +53,7 @@ def main(argv: list[str]) -> int:
         "names", nargs="*", metavar="name", help=f"any of {', '.join(BENCHMARKS)}; all if none"
     )
     parser.add_argument("--quick", action="store_true", help="a short smoke run")
+    parser.add_argument("--minutes", type=float, help="chaos: minutes of load (default 5)")
     parser.add_argument("--device", help="diffusion: the models' device (cpu, cuda; default auto)")
     parser.add_argument("--doc", type=Path, default=DOC, help=f"results page (default {DOC})")
     arguments = parser.parse_args(argv)
@@ -67,7 +70,7 @@ def main(argv: list[str]) -> int:
     sections: list[Section] = []
     failures: list[str] = []
     with tempfile.TemporaryDirectory(prefix="sfumato-bench-") as work_dir:
-        options = Options(quick=arguments.quick, work_dir=Path(work_dir))
+        options = Options(quick=arguments.quick, work_dir=Path(work_dir), minutes=arguments.minutes)
         for name in arguments.names or list(BENCHMARKS):
             print(f"\n== {name}", flush=True)
             try:
@@ -83,6 +86,9 @@ def main(argv: list[str]) -> int:
     command = " ".join(["python -m benchmarks", *argv])
     arguments.doc.write_text(document(started, described, command, sections, failures))
     print(f"\nwrote {arguments.doc}")
+    for section in sections:
+        if section.last_line:
+            print(section.last_line, flush=True)
     return 1 if failures else 0
 
 

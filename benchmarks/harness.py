@@ -266,6 +266,8 @@ class Options:
     quick: bool
     # A fresh directory for this run's data dirs and server logs.
     work_dir: Path
+    # How long a timed soak runs (`chaos`); None: its default.
+    minutes: float | None = None
 
     def scaled(self, full: T, quick: T) -> T:
         return quick if self.quick else full

@@ -34,6 +34,8 @@ class Section:
     method: str
     tables: list[Table] = field(default_factory=list)
     findings: list[str] = field(default_factory=list)
+    # Printed as the run's very last line, after the page is written (the `chaos` verdict).
+    last_line: str | None = None
 
     def markdown(self) -> str:
         parts = [f"## `{self.name}`", reflow(self.method)]

@@ -3,9 +3,10 @@
 `GET /healthz` (liveness): the process serves requests; it checks nothing else, so a database
 outage never makes Kubernetes restart healthy gateways. `GET /readyz`: the database answers a
 query and the broker a PING, within a deadline; otherwise 503 with the error envelope, each
-check ("ok" or "unavailable", never the error's text) in `details`. It is for monitoring: the
-gateways' Kubernetes readiness probe is `/healthz` too, since a dependency outage hits every
-replica at once (docs/operations.md).
+check ("ok" or "unavailable", never the error's text) in `details`; and the sentence model of
+style search is loaded (it loads in the background at start-up: `sentenceModel` is "unavailable"
+until then). It is for monitoring: the gateways' Kubernetes readiness probe is `/healthz` too,
+since a dependency outage hits every replica at once (docs/operations.md).
 """
 
 from __future__ import annotations
@@ -31,7 +32,9 @@ async def readyz(request: Request) -> JSONResponse:
     readiness = Readiness(False, {"all": "timed out"})
     # A check stuck on a silent network ends here; its thread finishes on its own.
     with anyio.move_on_after(CHECK_TIMEOUT_SECONDS * 2):
-        readiness = await anyio.to_thread.run_sync(checks.run, abandon_on_cancel=True)
+        readiness = await anyio.to_thread.run_sync(
+            checks.run, request.app.state.readiness_extra, abandon_on_cancel=True
+        )
     if readiness.ready:
         return JSONResponse({"status": "ready", "checks": readiness.checks})
     return error_response(

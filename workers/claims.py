@@ -8,6 +8,7 @@ import threading
 import time
 
 from core.db import DATABASE_UNAVAILABLE
+from core.ids import new_id
 from core.jobs import service as jobs_service
 from core.jobs.lifecycle import JobLifecycle
 from pipelines.base import Cancelled
@@ -24,11 +25,14 @@ class ClaimLost(Exception):
 def claim_job(lifecycle: JobLifecycle, job_id: str) -> jobs_service.Claim | None:
     """The claim, or None when the job is not (or no longer) pending; tried again while the
     database is briefly out of reach (a dropped connection, a failover): giving up acknowledges
-    the message, and the sweep would only republish the job minutes later."""
+    the message, and the sweep would only republish the job minutes later. Every attempt
+    claims with one token, this delivery's: when an attempt's commit succeeded but its answer
+    was lost, the next finds the claim its own and goes on at once, not after the lease."""
+    token = new_id()
     delay = 0.2
     for attempt in range(1, CLAIM_ATTEMPTS + 1):
         try:
-            return lifecycle.claim(job_id)
+            return lifecycle.claim(job_id, token)
         except DATABASE_UNAVAILABLE as error:
             if attempt == CLAIM_ATTEMPTS:
                 raise

@@ -56,6 +56,10 @@ class JobRunner:
         claim = claim_job(self.lifecycle, job_id)
         if claim is None:
             return
+        if claim.job.attempts > 1:
+            # An earlier attempt's worker vanished, perhaps mid-store: nothing will show what
+            # it stored.
+            self.lifecycle.clear_outputs(claim.job)
         with self.in_flight.track(claim):
             self._run_claimed(claim)
 

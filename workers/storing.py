@@ -20,6 +20,8 @@ from core.jobs.contract import (
     StoredImage,
     StoredVideo,
     VideoResult,
+    image_folder,
+    video_folder,
 )
 from core.jobs.lifecycle import JobLifecycle
 from core.services import Services
@@ -55,7 +57,7 @@ class OutputStore:
         try:
             for image in output.images:
                 media_id = new_id()
-                key = f"images/{job.id}/{media_id}.png"
+                key = f"{image_folder(job.id)}{media_id}.png"
                 media.append(
                     self.put_media(
                         job,
@@ -81,7 +83,7 @@ class OutputStore:
         """The MP4; its poster comes after the job completes (`poster`), so the first completed
         read may show thumbnailUrl null (SPEC.md)."""
         media_id = new_id()
-        key = f"videos/{job.id}/{media_id}.mp4"
+        key = f"{video_folder(job.id)}{media_id}.mp4"
         with open(output.path, "rb") as clip:
             data = clip.read()
         media = self.put_media(
@@ -109,7 +111,7 @@ class OutputStore:
             poster = self.put_media(
                 job,
                 "poster",
-                f"videos/{job.id}/{video.id}-poster.jpg",
+                f"{video_folder(job.id)}{video.id}-poster.jpg",
                 poster_bytes,
                 "image/jpeg",
                 (video.width, video.height),
@@ -157,12 +159,20 @@ class OutputStore:
                 delay *= 2
 
     def discard(self, media: list[Media]) -> None:
-        """Delete stored files whose job will not show them (cancelled, failed)."""
+        """Delete stored files whose job will not show them (cancelled, failed), retried like a
+        store: a failed store often means the store is briefly out of reach."""
         for item in media:
-            try:
-                self.services.storage.delete(item.storage_key)
-            except Exception as error:
-                log.warning("could not delete %s: %s", item.storage_key, error)
+            delay = 0.5
+            for attempt in range(1, STORE_ATTEMPTS + 1):
+                try:
+                    self.services.storage.delete(item.storage_key)
+                    break
+                except Exception as error:
+                    if attempt == STORE_ATTEMPTS:
+                        log.warning("could not delete %s: %s", item.storage_key, error)
+                        break
+                    time.sleep(delay)
+                    delay *= 2
 
 
 def _png(image: Image.Image) -> bytes:

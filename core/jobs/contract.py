@@ -32,6 +32,16 @@ TERMINAL = (JobStatus.COMPLETED, JobStatus.FAILED)
 NOTES_SEPARATOR = "\n"
 
 
+def image_folder(job_id: str) -> str:
+    """Where a job's images (and nothing else) are stored."""
+    return f"images/{job_id}/"
+
+
+def video_folder(job_id: str) -> str:
+    """Where a job's video and its poster (and nothing else) are stored."""
+    return f"videos/{job_id}/"
+
+
 class JobType(StrEnum):
     """What the API calls a job (`type`): an edit, resize and upscale are all `image.edit`."""
 

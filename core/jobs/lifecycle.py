@@ -16,9 +16,10 @@ from collections.abc import Sequence
 from core.accounts.service import Caller
 from core.broker import TaskPublisher
 from core.jobs import service as jobs_service
-from core.jobs.contract import JobResult, JobStatus
+from core.jobs.contract import JobResult, JobStatus, image_folder, video_folder
 from core.jobs.dispatch import Dispatcher
 from core.services import Services
+from core.storage import StorageError
 from core.tables import Base, Job, Media
 
 log = logging.getLogger(__name__)
@@ -49,9 +50,12 @@ class JobLifecycle:
             self.dispatcher.publish_new(job)
         return job, replayed
 
-    def claim(self, job_id: str) -> jobs_service.Claim | None:
-        """pending -> processing for this worker, or None when the job is not pending."""
-        claim = jobs_service.claim(self.services.db, job_id, self.services.settings.lease_seconds)
+    def claim(self, job_id: str, token: str) -> jobs_service.Claim | None:
+        """pending -> processing for this worker's delivery `token`, or None when the job is
+        not pending. Idempotent per token: the claim this delivery already holds comes back."""
+        claim = jobs_service.claim(
+            self.services.db, job_id, self.services.settings.lease_seconds, token
+        )
         if claim is not None:
             self.services.events.publish(job_id)
         return claim
@@ -134,8 +138,21 @@ class JobLifecycle:
             self.dispatcher.publish_new(job)
             return True
         if status == JobStatus.FAILED:
+            self.clear_outputs(job)
             self._ended(job)
         return False
+
+    def clear_outputs(self, job: Job) -> None:
+        """Delete whatever is stored in the job's output folders: the leftovers of attempts
+        whose worker vanished mid-store (a new attempt begins, or the job failed for good).
+        Best effort: a store out of reach leaves them, and says so."""
+        storage = self.services.storage
+        try:
+            for folder in (image_folder(job.id), video_folder(job.id)):
+                for key in storage.keys_under(folder):
+                    storage.delete(key)
+        except StorageError as error:
+            log.warning("could not clear the outputs of job %s: %s", job.id, error)
 
     def _ended(self, job: Job) -> None:
         self.services.events.publish(job.id)

@@ -64,15 +64,21 @@ def mark_dispatched(
 def claim(
     session: Session, job_id: str, token: str, moment: datetime, lease_until: datetime
 ) -> bool:
-    """pending -> processing; a redelivered or duplicated task finds nothing to claim."""
+    """pending -> processing under `token`. The same token finds its own claim again, its lease
+    renewed (a claim retried because its commit's answer was lost); a redelivered or duplicated
+    task of another claim finds nothing to claim."""
+    fresh = Job.status == JobStatus.PENDING
     result = session.execute(
         update(Job)
-        .where(Job.id == job_id, Job.status == JobStatus.PENDING)
+        .where(
+            Job.id == job_id,
+            or_(fresh, and_(Job.status == JobStatus.PROCESSING, Job.claim_token == token)),
+        )
         .values(
             status=JobStatus.PROCESSING,
             claim_token=token,
-            attempts=Job.attempts + 1,
-            started_at=moment,
+            attempts=case((fresh, Job.attempts + 1), else_=Job.attempts),
+            started_at=case((fresh, moment), else_=Job.started_at),
             lease_expires_at=lease_until,
         )
     )

@@ -274,9 +274,13 @@ def cancel(db: Database, account_id: str, job_id: str) -> tuple[Job | None, bool
         return job, True
 
 
-def claim(db: Database, job_id: str, lease_seconds: float) -> Claim | None:
-    """Take a pending job for this worker, or None when it is not (or no longer) pending."""
-    token = new_id()
+def claim(
+    db: Database, job_id: str, lease_seconds: float, token: str | None = None
+) -> Claim | None:
+    """Take a pending job for this worker, or None when it is not (or no longer) pending.
+    `token` names this delivery's claim: claiming again with it returns the claim it already
+    holds, so a retry after a lost commit answer recovers the job at once."""
+    token = token or new_id()
     moment = utcnow()
     with db.write() as session:
         if not repository.claim(

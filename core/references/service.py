@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from urllib.parse import urlsplit
 
 from core.clock import utcnow
@@ -57,10 +57,14 @@ class _Unresolved(Exception):
 
 
 def resolve_references(
-    services: Services, account_id: str, fields: Mapping[str, str]
+    services: Services,
+    account_id: str,
+    fields: Mapping[str, str],
+    fetch_seconds: float | None = None,
 ) -> dict[str, InputImage]:
     """Resolve every field (field path -> reference string, e.g. {"references[0]": "..."} or
-    {"image": "..."}) for this account, or raise UnresolvedReferences naming each failure."""
+    {"image": "..."}) for this account, or raise UnresolvedReferences naming each failure.
+    `fetch_seconds` shortens the fetches' deadline below the configured one."""
     resolved: dict[str, InputImage] = {}
     unresolved: dict[str, str] = {}
     public: dict[str, str] = {}
@@ -77,7 +81,7 @@ def resolve_references(
     # Fetches are slow (up to the fetch timeout each): run them side by side.
     with ThreadPoolExecutor(max_workers=max(1, len(public))) as pool:
         outcomes = {
-            field: pool.submit(_fetch_and_store, services, account_id, url)
+            field: pool.submit(_fetch_and_store, services, account_id, url, fetch_seconds)
             for field, url in public.items()
         }
         for field, outcome in outcomes.items():
@@ -151,10 +155,15 @@ def _image(media: Media) -> InputImage:
     return _input_image(media)
 
 
-def _fetch_and_store(services: Services, account_id: str, url: str) -> InputImage:
+def _fetch_and_store(
+    services: Services, account_id: str, url: str, fetch_seconds: float | None
+) -> InputImage:
     settings = services.settings
+    policy = FetchPolicy.from_settings(settings, settings.max_image_bytes)
+    if fetch_seconds is not None:
+        policy = replace(policy, timeout_seconds=min(policy.timeout_seconds, fetch_seconds))
     try:
-        fetched = fetch(url, FetchPolicy.from_settings(settings, settings.max_image_bytes))
+        fetched = fetch(url, policy)
     except FetchRefused as error:
         raise _Unresolved(f"could not be fetched: {error}") from None
     try:

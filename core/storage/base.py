@@ -25,6 +25,10 @@ class Storage(ABC):
         """Remove an object; removing one that is not there is not an error."""
 
     @abstractmethod
+    def keys_under(self, prefix: str) -> list[str]:
+        """The keys of the objects whose key starts with `prefix` (a folder, ending in `/`)."""
+
+    @abstractmethod
     def url_for(self, key: str, *, base_url: str, expires_in: int) -> str:
         """An absolute URL a browser can GET without an API key, valid for `expires_in` s."""
 

@@ -70,6 +70,16 @@ class LocalStorage(Storage):
     def delete(self, key: str) -> None:
         self.path_of(key).unlink(missing_ok=True)
 
+    def keys_under(self, prefix: str) -> list[str]:
+        folder = self.path_of(prefix)
+        if not folder.is_dir():
+            return []
+        return sorted(
+            path.relative_to(self.root).as_posix()
+            for path in folder.rglob("*")
+            if path.is_file() and not path.name.startswith(".part-")
+        )
+
     def signature(self, method: str, key: str, expires: int, *bound: str) -> str:
         message = "\n".join((method, key, str(expires), *bound)).encode()
         return hmac.new(self._signing_key, message, hashlib.sha256).hexdigest()

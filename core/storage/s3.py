@@ -84,6 +84,15 @@ class S3Storage(Storage):
     def delete(self, key: str) -> None:
         self._call("delete_object", key)
 
+    def keys_under(self, prefix: str) -> list[str]:
+        try:
+            pages = self._client.get_paginator("list_objects_v2").paginate(
+                Bucket=self.bucket, Prefix=prefix
+            )
+            return [item["Key"] for page in pages for item in page.get("Contents", [])]
+        except (BotoCoreError, ClientError) as error:
+            raise StorageError(f"S3 listing of {prefix} failed: {error}") from error
+
     def _presign(self, action: str, key: str, expires_in: int, **params: Any) -> str:
         try:
             return str(

@@ -7,8 +7,10 @@ import mimetypes
 import os
 import re
 import threading
+import time
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import unquote, urlsplit
@@ -19,7 +21,7 @@ from sqlalchemy import Connection
 from core import removal
 from core.clock import utcnow
 from core.db import Database
-from core.errors import NotFound
+from core.errors import DomainError, NotFound
 from core.ids import new_id
 from core.jobs import repository as jobs_repository
 from core.jobs.contract import LentStyle
@@ -33,6 +35,16 @@ from core.uploads import repository as uploads_repository
 
 MAX_NAME_CHARS = 255
 UNRESOLVED_IMAGES = "An image could not be resolved"
+# The hard bounds of one link request (`POST /styles/{id}/assets`, answered while it waits):
+# its public images are fetched side by side within LINK_FETCH_SECONDS (or the fetch timeout,
+# if shorter), and describing its images may take LINK_DESCRIBE_SECONDS more; a process runs
+# LINKS_AT_ONCE of them at a time, so slow sources can tie up no more of a gateway's threads.
+LINK_FETCH_SECONDS = 8.0
+LINK_DESCRIBE_SECONDS = 10.0
+LINKS_AT_ONCE = 4
+NOT_LINKED_IN_TIME = (
+    f"not described within {LINK_DESCRIBE_SECONDS:.0f} s; link fewer images at once"
+)
 # A generated image is named after the first words of its prompt.
 NAME_WORDS = 8
 
@@ -58,6 +70,36 @@ class StyleNotFound(NotFound):
 
     def __init__(self) -> None:
         super().__init__("Style")
+
+
+class LinksBusy(DomainError):
+    """The process already runs its LINKS_AT_ONCE link requests."""
+
+    status = 429
+    code = "RATE_LIMIT_ERROR"
+
+    def __init__(self) -> None:
+        super().__init__(
+            "Rate limit exceeded",
+            {"reason": f"this server links images for {LINKS_AT_ONCE} requests at a time"},
+            retry_after=1,
+        )
+
+
+class LinkSlots:
+    """The link requests a process runs at once (LINKS_AT_ONCE); one more is refused at once."""
+
+    def __init__(self, capacity: int = LINKS_AT_ONCE) -> None:
+        self._slots = threading.BoundedSemaphore(capacity)
+
+    @contextmanager
+    def taken(self) -> Iterator[None]:
+        if not self._slots.acquire(blocking=False):
+            raise LinksBusy()
+        try:
+            yield
+        finally:
+            self._slots.release()
 
 
 @dataclass(frozen=True)
@@ -212,19 +254,32 @@ def _draft(
 def link_assets(
     services: Services,
     semantics: AssetSemantics,
+    slots: LinkSlots,
     account_id: str,
     style_id: str,
     images: Sequence[str],
 ) -> list[StyleAsset]:
     """Link the caller's images (references, SPEC.md "Reference image") into the style's
     folder, all or none: the style's assets for them, in request order, once each. An image
-    already in the folder keeps its asset. Raises StyleNotFound, or UnresolvedReferences naming
-    each `images[i]` that does not resolve."""
+    already in the folder keeps its asset. Raises StyleNotFound, LinksBusy, or
+    UnresolvedReferences naming each `images[i]` that does not resolve (or was not fetched
+    and described within the bounds above)."""
     if get_owned(services.db, account_id, style_id) is None:
         raise StyleNotFound()
+    with slots.taken():
+        return _link(services, semantics, account_id, style_id, images)
+
+
+def _link(
+    services: Services,
+    semantics: AssetSemantics,
+    account_id: str,
+    style_id: str,
+    images: Sequence[str],
+) -> list[StyleAsset]:
     fields = {f"images[{index}]": value for index, value in enumerate(images)}
     try:
-        resolved = resolve_references(services, account_id, fields)
+        resolved = resolve_references(services, account_id, fields, LINK_FETCH_SECONDS)
     except UnresolvedReferences as error:
         raise UnresolvedReferences(error.details, UNRESOLVED_IMAGES) from None
     # media id -> the field that first named it (a request may name one image twice).
@@ -239,9 +294,13 @@ def link_assets(
             for media_id, field in wanted.items()
             if media_id not in linked
         ]
-    for field, row in new_media:
+    describe_until = time.monotonic() + LINK_DESCRIBE_SECONDS
+    for index, (field, row) in enumerate(new_media):
         if row is None:  # resolved a moment ago, so only a concurrent delete gets here
             raise UnresolvedReferences({field: NOT_FOUND}, UNRESOLVED_IMAGES)
+        if time.monotonic() > describe_until:
+            late = {late_field: NOT_LINKED_IN_TIME for late_field, _ in new_media[index:]}
+            raise UnresolvedReferences(late, UNRESOLVED_IMAGES)
         drafts.append(_draft(services, semantics, account_id, row, fields[field]))
     made = {
         asset.media_id: asset for asset in build_assets(semantics, style_id, account_id, drafts)

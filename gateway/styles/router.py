@@ -2,19 +2,24 @@
 
 Search embeds its query while the request waits, so the sentence model runs in the gateway
 process: `pipelines.styles`' pure embedding functions are handed to the styles service here,
-the one place the gateway reaches into pipelines (docs/architecture.md). The model loads on
-first use, once per process; handlers are plain `def`s, so FastAPI runs them (and the model)
-in its thread pool, off the event loop."""
+the one place the gateway reaches into pipelines (docs/architecture.md). The model loads once
+per process, at start-up in a background thread (`SENTENCE_MODEL`, started by the lifespan;
+`/readyz` is not ready until it is loaded); handlers are plain `def`s, so FastAPI runs them (and
+the model) in its thread pool, off the event loop."""
 
 from __future__ import annotations
 
+import contextlib
+import logging
+import os
+import threading
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Query, Response
 
 from core.jobs.creation import ExtractStyleJobRequest
 from core.styles import service as styles_service
-from core.styles.service import AssetSemantics, FolderCache, StyleNotFound
+from core.styles.service import AssetSemantics, FolderCache, LinkSlots, StyleNotFound
 from gateway.auth import CallerDep
 from gateway.contract import (
     CREATE_ERROR_RESPONSES,
@@ -37,11 +42,53 @@ from gateway.styles.schemas import (
     StyleEnvelope,
     StylePage,
 )
-from pipelines.styles import describe_image, embed_texts, rank_by_similarity
+from pipelines.styles import (
+    describe_image,
+    embed_texts,
+    embeddings_loaded,
+    load_embeddings,
+    rank_by_similarity,
+)
 
+log = logging.getLogger(__name__)
 router = APIRouter(route_class=ContractRoute, responses=ERROR_RESPONSES)
+# The loading thread's nice value: serving requests comes first on a busy machine.
+LOADING_NICENESS = 10
+
+
+class SentenceModelLoad:
+    """The sentence model loaded at start-up in a background thread, so no search pays for it
+    and the event loop never waits on it; `check` is a readiness check (raises until loaded)."""
+
+    def __init__(self) -> None:
+        self._started = threading.Event()
+        self._failure: str | None = None
+
+    def start(self) -> None:
+        if self._started.is_set() or embeddings_loaded():
+            return
+        self._started.set()
+        threading.Thread(target=self._load, name="sentence-model", daemon=True).start()
+
+    def _load(self) -> None:
+        with contextlib.suppress(OSError):
+            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), LOADING_NICENESS)
+        try:
+            load_embeddings()
+        except Exception as error:  # a search loads it again on first use
+            log.exception("loading the sentence model failed")
+            self._failure = f"{type(error).__name__}: {error}"
+
+    def check(self) -> None:
+        if embeddings_loaded():
+            return
+        raise RuntimeError(self._failure or "loading")
+
+
+SENTENCE_MODEL = SentenceModelLoad()
 SEMANTICS = AssetSemantics(describe=describe_image, embed=embed_texts, rank=rank_by_similarity)
 FOLDERS = FolderCache()
+LINK_SLOTS = LinkSlots()
 
 
 @router.post(
@@ -103,7 +150,7 @@ def add_style_assets(
     signer: SignerDep,
 ) -> Any:
     assets = styles_service.link_assets(
-        services, SEMANTICS, caller.account_id, style_id, body.images
+        services, SEMANTICS, LINK_SLOTS, caller.account_id, style_id, body.images
     )
     presenter = StylePresenter(signer)
     return {"data": [presenter.asset(asset) for asset in assets]}

@@ -17,6 +17,8 @@ from pipelines.styles.embeddings import (
     describe_asset,
     describe_image,
     embed_texts,
+    embeddings_loaded,
+    load_embeddings,
     rank_by_similarity,
 )
 from pipelines.styles.extract import Extraction, extract_style
@@ -46,10 +48,12 @@ __all__ = [
     "describe_image",
     "detect_tone",
     "embed_texts",
+    "embeddings_loaded",
     "extract_style",
     "find_chromium",
     "image_colours",
     "image_shape",
+    "load_embeddings",
     "rank_by_similarity",
     "shared_browser",
     "validate_style",

@@ -96,6 +96,17 @@ class _TracedEncoder:
 _traced: Once[_TracedEncoder] = Once()
 
 
+def load_embeddings() -> None:
+    """Load the model and its traced query encoder now (seconds), so that the first search of
+    a process does not wait for them."""
+    embed_texts(["a query that loads the model"])
+
+
+def embeddings_loaded() -> bool:
+    """Whether a query embeds without loading anything first."""
+    return _traced.peek() is not None
+
+
 def embed_texts(texts: Sequence[str]) -> np.ndarray:
     """Unit-length float32 embeddings, one row per text. Thread-safe; the first call of a
     process loads the model (seconds), later ones take milliseconds."""

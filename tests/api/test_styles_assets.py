@@ -7,12 +7,16 @@ and needs the fetching deployment); everything else goes through the API.
 
 from __future__ import annotations
 
+import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import httpx
 import numpy as np
 
+from core.styles.service import LINK_FETCH_SECONDS, LINKS_AT_ONCE
 from core.tables import StyleAsset
 from tests.support.http_jobs import create, wait_done
 from tests.support.images import image_bytes
@@ -195,3 +199,55 @@ def test_extraction_seeds_the_folder_with_the_sites_brand_images(
     stored = stored_assets(service, style_id)
     assert len(stored) == 4
     assert all(len(asset.embedding) == 384 * 4 for asset in stored)
+
+
+class _Tarpit(BaseHTTPRequestHandler):
+    """A source that answers slower than any link may wait."""
+
+    def do_GET(self) -> None:
+        time.sleep(TARPIT_SECONDS)
+        self.send_response(200)
+        self.send_header("Content-Type", "image/png")
+        self.end_headers()
+        self.wfile.write(image_bytes((1, 2, 3)))
+
+    def log_message(self, format: str, *args: object) -> None:
+        """Quiet."""
+
+
+TARPIT_SECONDS = LINK_FETCH_SECONDS + 4
+
+
+@FETCHING
+def test_links_are_bounded_in_time_and_in_number_at_once(service: Service) -> None:
+    """Slow sources tie up a gateway's threads for LINK_FETCH_SECONDS at most, and only
+    LINKS_AT_ONCE requests' worth: one more is refused at once."""
+    tarpit = ThreadingHTTPServer(("127.0.0.1", 0), _Tarpit)
+    tarpit.daemon_threads = True
+    threading.Thread(target=tarpit.serve_forever, daemon=True).start()
+    slow = f"http://127.0.0.1:{tarpit.server_address[1]}/slow.png"
+    key = service.new_key()
+    style_id = saved_style(service, key)
+
+    def link(_: int) -> tuple[httpx.Response, float]:
+        with service.client(key) as client:
+            started = time.monotonic()
+            answer = client.post(f"/styles/{style_id}/assets", json={"images": [slow]})
+            return answer, time.monotonic() - started
+
+    try:
+        with ThreadPoolExecutor(LINKS_AT_ONCE + 1) as pool:
+            answers = list(pool.map(link, range(LINKS_AT_ONCE + 1)))
+    finally:
+        tarpit.shutdown()
+        tarpit.server_close()
+    busy = [(answer, took) for answer, took in answers if answer.status_code == 429]
+    timed_out = [(answer, took) for answer, took in answers if answer.status_code == 400]
+    assert len(busy) == 1 and len(timed_out) == LINKS_AT_ONCE, [a.text for a, _ in answers]
+    refused, refused_after = busy[0]
+    assert refused.json()["error"]["code"] == "RATE_LIMIT_ERROR"
+    assert int(refused.headers["Retry-After"]) >= 1 and refused_after < LINK_FETCH_SECONDS
+    for answer, took in timed_out:
+        assert answer.json()["error"]["details"]["images[0]"].startswith("could not be fetched")
+        assert took < TARPIT_SECONDS
+    assert stored_assets(service, style_id) == []

@@ -3,21 +3,26 @@
 from __future__ import annotations
 
 import signal
+import time
 from pathlib import Path
 
 import httpx
 import pytest
 from sqlalchemy import update
+from sqlalchemy.exc import OperationalError
 
 from core.accounts import service as accounts
 from core.clock import utcnow
 from core.jobs import service as jobs_service
+from core.jobs.contract import image_folder
+from core.jobs.lifecycle import JobLifecycle
 from core.services import Services
 from core.tables import Job
 from tests.conftest import embedded_mode
 from tests.support.http_jobs import create, status_of, wait_done
 from tests.support.service import Process, Service, free_port, wait_until
 from tests.support.stored_rows import job_row, ledger_kinds
+from workers.claims import claim_job
 
 
 @pytest.mark.slow
@@ -63,9 +68,8 @@ def _answers(api: str) -> bool:
         return False
 
 
-def test_a_job_committed_but_never_published_is_published_by_the_sweep(
-    service: Service, key: str
-) -> None:
+def _unpublished_job(service: Service, key: str, prompt: str) -> Job:
+    """A pending job committed as a create commits it, but never published to the broker."""
     caller = accounts.authenticate(service.services.db, key)
     assert caller is not None
     job, _ = jobs_service.create(
@@ -76,7 +80,7 @@ def test_a_job_committed_but_never_published_is_published_by_the_sweep(
             operation="generate",
             queue="image",
             inputs={
-                "prompt": "[sleep 0] orphaned before publishing",
+                "prompt": prompt,
                 "quality": "low",
                 "resolution": "1K",
                 "variations": 1,
@@ -89,9 +93,47 @@ def test_a_job_committed_but_never_published_is_published_by_the_sweep(
             price=1,
         ),
     )
+    return job
+
+
+def test_a_job_committed_but_never_published_is_published_by_the_sweep(
+    service: Service, key: str
+) -> None:
+    job = _unpublished_job(service, key, "[sleep 0] orphaned before publishing")
     with service.client(key) as client:
         assert wait_done(client, job.id)["status"] == "completed"
     assert job_row(service.services, job.id).attempts == 1
+
+
+class _ClaimAnswerLostOnce(JobLifecycle):
+    """The first claim commits, then its answer is lost on the way back (the connection drops
+    after the COMMIT reached the database)."""
+
+    answer_lost = False
+
+    def claim(self, job_id: str, token: str) -> jobs_service.Claim | None:
+        claim = super().claim(job_id, token)
+        if not self.answer_lost:
+            self.answer_lost = True
+            raise OperationalError("COMMIT", {}, ConnectionResetError("reset after the commit"))
+        return claim
+
+
+def test_a_claim_whose_answer_was_lost_is_recovered_at_once_by_the_same_delivery(
+    service: Service, key: str
+) -> None:
+    job = _unpublished_job(service, key, "[sleep 0] claimed, answer lost")
+    lifecycle = _ClaimAnswerLostOnce.for_services(service.services)
+    started = time.monotonic()
+    claim = claim_job(lifecycle, job.id)
+    # Recovered by the retry, not after the lease (30 s) lapsed and the sweep handed it out.
+    assert claim is not None and lifecycle.answer_lost
+    assert time.monotonic() - started < 5
+    row = job_row(service.services, job.id)
+    assert (row.status, row.attempts, row.claim_token) == ("processing", 1, claim.token)
+    # Another delivery of the same job still finds nothing to claim.
+    assert lifecycle.claim(job.id, "another-delivery") is None
+    assert lifecycle.fail(claim, "ended by the test")
 
 
 @pytest.mark.slow
@@ -146,3 +188,26 @@ def test_a_job_whose_worker_keeps_dying_fails_and_is_refunded(service: Service, 
         error = client.get(f"/jobs/{job.id}").json()["data"]["error"]
     assert "worker was lost" in error["message"]
     assert service.balance(key) == 1000
+
+
+def test_what_a_vanished_attempt_stored_is_cleared_when_the_job_runs_again(
+    service: Service, key: str
+) -> None:
+    """A worker killed mid-store leaves objects in the job's folder that no row names; the next
+    attempt clears them, so the job's folder holds exactly its result."""
+    job = _unpublished_job(service, key, "[sleep 0] its first worker vanished")
+    services = service.services
+    vanished = jobs_service.claim(services.db, job.id, 60)
+    assert vanished is not None
+    leftover = f"{image_folder(job.id)}half-stored.png"
+    services.storage.put_bytes(leftover, b"not a finished image", "image/png")
+    with services.db.write() as session:
+        session.execute(update(Job).where(Job.id == job.id).values(lease_expires_at=utcnow()))
+    with service.client(key) as client:
+        done = wait_done(client, job.id)
+    assert done["status"] == "completed"
+    assert job_row(services, job.id).attempts == 2
+    stored = services.storage.keys_under(image_folder(job.id))
+    assert stored == [
+        f"{image_folder(job.id)}{image['id']}.png" for image in done["result"]["images"]
+    ]

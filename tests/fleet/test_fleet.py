@@ -125,9 +125,16 @@ def test_gateway_probes_and_metrics_need_no_key(fleet: Fleet) -> None:
         wait_done(client, job["id"])
     assert httpx.get(f"{gateway.api}/jobs/{job['id']}").status_code == 401
     assert httpx.get(f"{gateway.url}/healthz").json() == {"status": "ok"}
-    ready = httpx.get(f"{gateway.url}/readyz")
-    assert ready.status_code == 200
-    assert ready.json() == {"status": "ready", "checks": {"database": "ok", "broker": "ok"}}
+    # Ready once the sentence model, loading in the background since start-up, is loaded.
+    ready = wait_until(
+        lambda: (answer := httpx.get(f"{gateway.url}/readyz")).status_code == 200 and answer,
+        60,
+        "gateway ready",
+    )
+    assert ready.json() == {
+        "status": "ready",
+        "checks": {"database": "ok", "broker": "ok", "sentenceModel": "ok"},
+    }
     # Metrics only on the gateway's own port (--metrics-port), never on the public one.
     assert httpx.get(f"{gateway.url}/metrics").status_code == 404
     assert httpx.get(f"{gateway.metrics_url}/healthz").json() == {"status": "ok"}

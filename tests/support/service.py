@@ -61,9 +61,11 @@ class Mode:
     separate_workers: bool
 
     def settings(self) -> Settings:
-        return Settings(
-            **{key.removeprefix("SFUMATO_").lower(): value for key, value in self.env.items()}
-        )
+        # Strings, as the environment gives them: the settings parse them.
+        fields: dict[str, Any] = {
+            key.removeprefix("SFUMATO_").lower(): value for key, value in self.env.items()
+        }
+        return Settings(**fields)
 
 
 class ThreadedServer:
