@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import asyncio
 import threading
 import time
+import uuid
 from pathlib import Path
 
 import pytest
 
+from core.events import RedisJobEvents, job_events_for
 from tests.conftest import embedded_mode
 from tests.support.http_jobs import create, wait_done
 from tests.support.job_events import Event, events_of, sse_lines, stream
@@ -139,3 +142,34 @@ def test_an_overlong_last_event_id_is_refused(service: Service, key: str, header
         answer = client.get(f"/jobs/{job_id}/events", headers={"Last-Event-ID": header})
         assert answer.status_code == 400
         assert answer.json()["error"]["code"] == "VALIDATION_ERROR"
+
+
+def test_progress_events_cross_replicas_over_redis_and_wake_only_streams(redis_url: str) -> None:
+    """Two gateways' event buses on one Redis: a progress event published on one wakes a
+    stream's subscription on the other, but not a long-poll's; a state event wakes both."""
+
+    async def scenario() -> None:
+        namespace = f"test-{uuid.uuid4().hex[:8]}"
+        publisher = job_events_for(redis_url, namespace)
+        replica = job_events_for(redis_url, namespace)
+        assert isinstance(replica, RedisJobEvents)
+        await replica.start()
+        try:
+            await asyncio.wait_for(replica.subscribed.wait(), 10)
+            job_id = str(uuid.uuid4())
+            async with (
+                replica.subscribe(job_id, progress=True) as stream_woken,
+                replica.subscribe(job_id) as long_poll_woken,
+            ):
+                publisher.publish_progress(job_id)
+                await asyncio.wait_for(stream_woken.wait(), 5)
+                await asyncio.sleep(0.3)
+                assert not long_poll_woken.is_set()
+                stream_woken.clear()
+                publisher.publish(job_id)
+                await asyncio.wait_for(long_poll_woken.wait(), 5)
+                await asyncio.wait_for(stream_woken.wait(), 5)
+        finally:
+            await replica.stop()
+
+    asyncio.run(scenario())
