@@ -28,10 +28,13 @@ class Services:
     @classmethod
     def from_settings(cls, settings: Settings) -> Services:
         settings.ensure_data_dir()
+        db = Database(settings.resolved_database_url)
         return cls(
             settings=settings,
-            db=Database(settings.resolved_database_url),
+            db=db,
             storage=storage_from_settings(settings),
-            events=job_events_for(settings.broker_url, settings.namespace),
+            events=job_events_for(
+                settings.broker_url, settings.namespace, db.sibling("-credentials")
+            ),
             config=settings.service_config(),
         )

@@ -10,6 +10,7 @@ from collections.abc import AsyncIterator
 import anyio
 from fastapi import FastAPI
 
+from core.accounts.callers import CallerCache
 from core.health import ReadinessChecks
 from core.jobs import service as jobs_service
 from core.jobs.sweep import JobSweep
@@ -101,7 +102,8 @@ def create_app(gateway: Gateway) -> FastAPI:
     install_error_handlers(app)
     install_openapi(app)
     app.add_middleware(RateLimitMiddleware, limiter=gateway.limiter)
-    app.add_middleware(AuthMiddleware, db=gateway.services.db)
+    callers = CallerCache(gateway.services.events)
+    app.add_middleware(AuthMiddleware, db=gateway.services.db, callers=callers)
     app.add_middleware(BodyLimitMiddleware, max_bytes=gateway.services.settings.max_body_bytes)
     app.add_middleware(MetricsMiddleware, metrics=gateway.metrics)
     return app
