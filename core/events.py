@@ -53,7 +53,17 @@ class JobEvents:
     def _wake(self, job_id: str) -> None:
         with self._lock:
             waiters = list(self._waiters.get(job_id, ()))
+        if not waiters:
+            return
+        try:
+            current = asyncio.get_running_loop()
+        except RuntimeError:  # a worker's thread
+            current = None
         for loop, event in waiters:
+            if loop is current:
+                # The Redis listener runs on the waiters' loop: no wake-up of the loop needed.
+                event.set()
+                continue
             with contextlib.suppress(RuntimeError):  # the loop closed: nobody is waiting
                 loop.call_soon_threadsafe(event.set)
 
