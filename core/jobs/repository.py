@@ -61,9 +61,10 @@ def mark_dispatched(
 
 def claim(
     session: Session, job_id: str, token: str, moment: datetime, lease_until: datetime
-) -> bool:
-    """pending -> processing; a redelivered or duplicated task finds nothing to claim."""
-    result = session.execute(
+) -> Job | None:
+    """pending -> processing, the claimed row in the same round trip (`RETURNING`); None: a
+    redelivered or duplicated task found nothing to claim."""
+    return session.scalars(
         update(Job)
         .where(Job.id == job_id, Job.status == JobStatus.PENDING)
         .values(
@@ -73,8 +74,9 @@ def claim(
             started_at=moment,
             lease_expires_at=lease_until,
         )
-    )
-    return bool(result.rowcount)  # type: ignore[attr-defined]
+        .returning(Job),
+        execution_options={"synchronize_session": False},
+    ).first()
 
 
 def renew_lease(
