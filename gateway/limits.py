@@ -15,7 +15,6 @@ import anyio
 import redis
 from limits import RateLimitItem, parse
 from limits.storage import Storage, storage_from_string
-from starlette.datastructures import MutableHeaders
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from core.config import RateLimits
@@ -52,6 +51,10 @@ class Decision:
             "X-RateLimit-Remaining": str(self.remaining),
             "X-RateLimit-Reset": str(self.reset_seconds),
         }
+
+    def raw_headers(self) -> list[tuple[bytes, bytes]]:
+        """`headers()` as an ASGI message carries them (names lowercase)."""
+        return [(name.lower().encode(), value.encode()) for name, value in self.headers().items()]
 
 
 class RateLimiter:
@@ -128,11 +131,11 @@ class RateLimitMiddleware:
             await error_response(refusal)(scope, receive, send)
             return
 
+        window_headers = decision.raw_headers()
+
         async def send_with_headers(message: Message) -> None:
             if message["type"] == "http.response.start":
-                headers = MutableHeaders(scope=message)
-                for name, value in decision.headers().items():
-                    headers[name] = value
+                message["headers"] = [*message.get("headers", ()), *window_headers]
             await send(message)
 
         await self.app(scope, receive, send_with_headers)

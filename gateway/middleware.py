@@ -44,11 +44,20 @@ class BodyLimitMiddleware:
         if scope["type"] != "http" or not scope["path"].startswith(API_PREFIX):
             await self.app(scope, receive, send)
             return
+        declared = None
+        chunked = False
+        for name, value in scope["headers"]:
+            if name == b"content-length":
+                declared = value
+            elif name == b"transfer-encoding":
+                chunked = True
+        if not chunked and (declared is None or declared == b"0"):
+            # No body (an HTTP/1.1 body is declared by one of the two): nothing to count.
+            await self.app(scope, receive, send)
+            return
         too_large = ApiError(
             413, "PAYLOAD_TOO_LARGE", f"Request body larger than {self.max_bytes} bytes"
         )
-        headers = dict(scope["headers"])
-        declared = headers.get(b"content-length")
         if declared is not None and declared.isdigit() and int(declared) > self.max_bytes:
             await _send_error(send, too_large)
             return
