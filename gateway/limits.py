@@ -6,10 +6,11 @@ from __future__ import annotations
 import logging
 import math
 import re
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any, Protocol, cast
 
 import anyio
 import redis
@@ -57,6 +58,36 @@ class Decision:
         return [(name.lower().encode(), value.encode()) for name, value in self.headers().items()]
 
 
+class Counts(Protocol):
+    def incr(self, key: str, expiry: int) -> int: ...
+
+
+class ProcessCounts:
+    """Counts kept in this process (embedded mode: one gateway). In place of `limits`'
+    MemoryStorage, whose increment starts a timer thread to expire keys on nearly every call (a
+    quarter of a job read's CPU in profiles); here expired windows are dropped at most once a
+    second, on an increment."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._counts: dict[str, list[float]] = {}
+        self._next_purge = 0.0
+
+    def incr(self, key: str, expiry: int) -> int:
+        now = time.monotonic()
+        with self._lock:
+            if now >= self._next_purge:
+                self._counts = {
+                    name: entry for name, entry in self._counts.items() if entry[1] > now
+                }
+                self._next_purge = now + 1.0
+            entry = self._counts.get(key)
+            if entry is None or entry[1] <= now:
+                entry = self._counts[key] = [0, now + expiry]
+            entry[0] += 1
+            return int(entry[0])
+
+
 class RateLimiter:
     def __init__(
         self,
@@ -69,11 +100,14 @@ class RateLimiter:
             bucket: parse(getattr(rates, bucket))
             for bucket in ("image", "video", "style", "upload", "default")
         }
-        self.storage = cast(Storage, storage_from_string(storage_uri))
+        in_process = storage_uri.startswith("memory://")
+        self.storage: Counts = (
+            ProcessCounts() if in_process else cast(Storage, storage_from_string(storage_uri))
+        )
         self.namespace = namespace
         self.clock = clock
         # A network store is not called from the event loop.
-        self.blocking = not storage_uri.startswith("memory://")
+        self.blocking = not in_process
 
     @classmethod
     def from_settings(cls, settings: Settings, rates: RateLimits) -> RateLimiter:
