@@ -9,7 +9,7 @@ from typing import Any
 
 from alembic import command
 from alembic.config import Config
-from sqlalchemy import Connection, Engine, create_engine, event, text
+from sqlalchemy import Connection, Engine, create_engine, event, make_url, text
 from sqlalchemy import exc as sqlalchemy_errors
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -78,6 +78,14 @@ class Database:
             self._statement_engine = self.engine.execution_options(isolation_level="AUTOCOMMIT")
         self._reader = sessionmaker(self.engine, expire_on_commit=False)
         self._writer = sessionmaker(write_engine, expire_on_commit=False)
+
+    def sibling(self, suffix: str) -> Path | None:
+        """A path beside the SQLite database file (None on a server database, or in memory):
+        for what every process of an embedded deployment, on one machine, must share."""
+        database = make_url(self.url).database if self.is_sqlite else None
+        if not database or database == ":memory:":
+            return None
+        return Path(database).with_name(Path(database).name + suffix)
 
     @contextmanager
     def read(self) -> Iterator[Session]:

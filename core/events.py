@@ -1,4 +1,6 @@
-"""Job state events: a worker says "job X changed", long-polls waiting on X wake up.
+"""Job state events: a worker says "job X changed", long-polls waiting on X wake up. Beside
+them, credential events: a key or an account changed, so every gateway drops the callers it
+cached (`core/accounts/callers.py`).
 
 Embedded mode broadcasts inside the process; with a Redis broker the events travel over Redis
 pub/sub so a long-poll held on any gateway replica wakes whichever worker finished the job.
@@ -11,9 +13,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
 import threading
 from collections import defaultdict
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
 
 import redis
 import redis.asyncio as aioredis
@@ -24,13 +28,22 @@ PROGRESS_SUFFIX = " progress"
 
 
 class JobEvents:
-    """In-process broadcast; the base of the Redis variant, which adds the network hop."""
+    """In-process broadcast; the base of the Redis variant, which adds the network hop.
 
-    def __init__(self) -> None:
+    Credential events reach the other processes of an embedded deployment (the CLI's, which
+    change keys) through `credentials_marker`, a file beside the SQLite database: each change
+    replaces it, and a process that sees it replaced (one `stat`) takes that as the event. None
+    (a database other processes may reach from other machines): they cannot be told.
+    """
+
+    def __init__(self, credentials_marker: Path | None = None) -> None:
+        self._credentials_marker = credentials_marker
+        self._marker_seen = _file_identity(credentials_marker) if credentials_marker else None
         self._lock = threading.Lock()
         self._waiters: dict[str, set[tuple[asyncio.AbstractEventLoop, asyncio.Event, bool]]] = (
             defaultdict(set)
         )
+        self._credential_listeners: list[Callable[[], None]] = []
 
     @property
     def held(self) -> int:
@@ -48,8 +61,18 @@ class JobEvents:
     def _wake(self, job_id: str, progress: bool) -> None:
         with self._lock:
             waiters = list(self._waiters.get(job_id, ()))
+        if not waiters:
+            return
+        try:
+            current = asyncio.get_running_loop()
+        except RuntimeError:  # a worker's thread
+            current = None
         for loop, event, wants_progress in waiters:
             if progress and not wants_progress:
+                continue
+            if loop is current:
+                # The Redis listener runs on the waiters' loop: no wake-up of the loop needed.
+                event.set()
                 continue
             with contextlib.suppress(RuntimeError):  # the loop closed: nobody is waiting
                 loop.call_soon_threadsafe(event.set)
@@ -71,6 +94,38 @@ class JobEvents:
                     if not waiters:
                         del self._waiters[job_id]
 
+    def publish_credentials_changed(self) -> None:
+        """A key or an account changed (after its commit): every process drops what it cached
+        of callers. Callable from any thread."""
+        marker = self._credentials_marker
+        if marker is not None:
+            # A new file each time (a new inode), so that every change is told from the last.
+            staged = marker.with_name(f"{marker.name}.{os.getpid()}.{threading.get_ident()}")
+            staged.write_bytes(b"")
+            os.replace(staged, marker)
+        self._credentials_changed()
+
+    def on_credentials_changed(self, listener: Callable[[], None]) -> None:
+        """`listener` is called (from any thread) on every credential event, and whenever
+        events may have been missed."""
+        self._credential_listeners.append(listener)
+
+    def _credentials_changed(self) -> None:
+        for listener in self._credential_listeners:
+            listener()
+
+    def receives_every_change(self) -> bool:
+        """Whether every credential change of the deployment reaches this process now; a
+        change made elsewhere since the last call is taken in first (listeners called)."""
+        marker = self._credentials_marker
+        if marker is None:
+            return False
+        seen = _file_identity(marker)
+        if seen != self._marker_seen:
+            self._marker_seen = seen
+            self._credentials_changed()
+        return True
+
     async def start(self) -> None:
         """Begin receiving events from elsewhere (nothing to do in-process)."""
 
@@ -83,9 +138,12 @@ class RedisJobEvents(JobEvents):
         super().__init__()
         self._url = url
         self.channel = channel
+        self.credentials_channel = f"{channel}:credentials"
         self._publisher = redis.Redis.from_url(url)
         self._listener: asyncio.Task[None] | None = None
         self.subscribed = asyncio.Event()
+        # Set once Redis confirmed both subscriptions; cleared as soon as the connection fails.
+        self._receiving = False
 
     def publish(self, job_id: str) -> None:
         self._send(job_id, job_id)
@@ -102,6 +160,15 @@ class RedisJobEvents(JobEvents):
             # Long-polls still end by their timeout; the job row itself is already committed.
             log.warning("could not publish the event of job %s: %s", job_id, error)
 
+    def publish_credentials_changed(self) -> None:
+        # Unlike a job event this one must not be lost: a revoked key would stay cached
+        # elsewhere. A failure raises, so the command that changed the key says so.
+        self._publisher.publish(self.credentials_channel, b"")
+        self._credentials_changed()
+
+    def receives_every_change(self) -> bool:
+        return self._receiving
+
     async def start(self) -> None:
         self._listener = asyncio.create_task(self._listen(), name="job-events")
 
@@ -113,30 +180,54 @@ class RedisJobEvents(JobEvents):
 
     async def _listen(self) -> None:
         backoff = 0.1
+        job_channel = self.channel.encode()
+        credentials_channel = self.credentials_channel.encode()
         while True:
             client = aioredis.Redis.from_url(self._url)
             try:
                 async with client.pubsub() as pubsub:
-                    await pubsub.subscribe(self.channel)
+                    await pubsub.subscribe(self.channel, self.credentials_channel)
                     self.subscribed.set()
                     backoff = 0.1
                     async for message in pubsub.listen():
-                        if message.get("type") == "message":
+                        kind = message.get("type")
+                        channel = message.get("channel")
+                        if kind == "message" and channel == job_channel:
                             data = message["data"].decode()
                             job_id = data.removesuffix(PROGRESS_SUFFIX)
                             self._wake(job_id, progress=job_id != data)
+                        elif channel == credentials_channel:
+                            if kind == "subscribe":
+                                # Changes made while not subscribed were missed: start afresh.
+                                self._credentials_changed()
+                                self._receiving = True
+                            elif kind == "message":
+                                self._credentials_changed()
             except asyncio.CancelledError:
                 raise
             except Exception as error:  # a dropped connection: reconnect with backoff
+                self._receiving = False
                 self.subscribed.clear()
                 log.warning("job events: redis connection lost (%s); reconnecting", error)
                 await asyncio.sleep(backoff)
                 backoff = min(backoff * 2, 5.0)
             finally:
+                self._receiving = False
                 await client.aclose()
 
 
-def job_events_for(broker_url: str, namespace: str) -> JobEvents:
+def _file_identity(path: Path) -> tuple[int, int] | None:
+    try:
+        status = os.stat(path)
+    except FileNotFoundError:
+        return None
+    return status.st_ino, status.st_mtime_ns
+
+
+def job_events_for(
+    broker_url: str, namespace: str, credentials_marker: Path | None = None
+) -> JobEvents:
+    """`credentials_marker`: see JobEvents (unused with Redis, which reaches every process)."""
     if broker_url.startswith(("redis://", "rediss://")):
         return RedisJobEvents(broker_url, f"{namespace}:job-events")
-    return JobEvents()
+    return JobEvents(credentials_marker)

@@ -30,10 +30,13 @@ class Services:
     def from_settings(cls, settings: Settings) -> Services:
         settings.ensure_data_dir()
         DECODE_BUDGET.set_capacity(settings.decode_memory_mb * 1024 * 1024)
+        db = Database(settings.resolved_database_url)
         return cls(
             settings=settings,
-            db=Database(settings.resolved_database_url),
+            db=db,
             storage=storage_from_settings(settings),
-            events=job_events_for(settings.broker_url, settings.namespace),
+            events=job_events_for(
+                settings.broker_url, settings.namespace, db.sibling("-credentials")
+            ),
             config=settings.service_config(),
         )

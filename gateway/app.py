@@ -11,6 +11,7 @@ import anyio
 from fastapi import Depends, FastAPI
 from starlette.middleware.cors import CORSMiddleware
 
+from core.accounts.callers import CallerCache
 from core.health import ReadinessChecks
 from core.jobs import service as jobs_service
 from core.jobs.sweep import JobSweep
@@ -122,7 +123,8 @@ def create_app(gateway: Gateway) -> FastAPI:
     install_docs(app, "/v1/openapi.json")
     app.add_middleware(NulCharacterMiddleware)
     app.add_middleware(RateLimitMiddleware, limiter=gateway.limiter)
-    app.add_middleware(AuthMiddleware, db=gateway.services.db)
+    callers = CallerCache(gateway.services.events)
+    app.add_middleware(AuthMiddleware, db=gateway.services.db, callers=callers)
     app.add_middleware(BodyLimitMiddleware, max_bytes=gateway.services.settings.max_body_bytes)
     origins = gateway.services.settings.cors_origin_list
     if origins:

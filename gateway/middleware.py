@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 import anyio
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from core.accounts import service as accounts
+from core.accounts.callers import CallerCache, KnownKey
 from core.clock import utcnow
 from core.db import DATABASE_UNAVAILABLE, Database
 from gateway.errors import (
@@ -42,11 +44,20 @@ class BodyLimitMiddleware:
         if scope["type"] != "http" or not scope["path"].startswith(API_PREFIX):
             await self.app(scope, receive, send)
             return
+        declared = None
+        chunked = False
+        for name, value in scope["headers"]:
+            if name == b"content-length":
+                declared = value
+            elif name == b"transfer-encoding":
+                chunked = True
+        if not chunked and (declared is None or declared == b"0"):
+            # No body (an HTTP/1.1 body is declared by one of the two): nothing to count.
+            await self.app(scope, receive, send)
+            return
         too_large = ApiError(
             413, "PAYLOAD_TOO_LARGE", f"Request body larger than {self.max_bytes} bytes"
         )
-        headers = dict(scope["headers"])
-        declared = headers.get(b"content-length")
         if declared is not None and declared.isdigit() and int(declared) > self.max_bytes:
             await _send_error(send, too_large)
             return
@@ -97,35 +108,55 @@ def presented_key(headers: list[tuple[bytes, bytes]]) -> str | None:
 
 class AuthMiddleware:
     """Every `/v1` path but the OpenAPI document needs a usable key; the caller goes into
-    `scope["state"]["caller"]`. Runs before routing so an anonymous caller learns nothing."""
+    `scope["state"]["caller"]`. Runs before routing so an anonymous caller learns nothing.
+    Keys are looked up in the gateway's `CallerCache` first, in the database on a miss."""
 
-    def __init__(self, app: ASGIApp, db: Database) -> None:
+    def __init__(self, app: ASGIApp, db: Database, callers: CallerCache) -> None:
         self.app = app
         self.db = db
+        self.callers = callers
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         path = scope.get("path", "")
         if scope["type"] != "http" or not path.startswith(API_PREFIX) or path in PUBLIC_PATHS:
             await self.app(scope, receive, send)
             return
-        key = presented_key(scope["headers"])
+        key_hash = accounts.key_hash_of(presented_key(scope["headers"]))
+        if key_hash is None:
+            await _send_error(send, unauthorized())
+            return
         db = self.db
-        now = utcnow()
+        callers = self.callers
+        known = callers.get(key_hash)
         try:
-            identified = (
-                await run_read(db, lambda: accounts.identify(db, key, now)) if key else None
-            )
+            if known is None:
+                generation = callers.generation
+                known = await run_read(db, lambda: accounts.known_key(db, key_hash))
+                if known is not None:
+                    callers.store(key_hash, known, generation)
+            now = utcnow()
+            identified = accounts.judge(known, now)
+            if identified is None:
+                await _send_error(send, unauthorized())
+                return
+            if identified.use_unrecorded:
+                assert known is not None
+                await self._record_use(known, now)
         except DATABASE_UNAVAILABLE:
             # Outside the app's exception handlers (this runs before routing).
             await _send_error(send, database_unavailable())
             return
-        if identified is None:
-            await _send_error(send, unauthorized())
-            return
-        caller = identified.caller
-        if identified.use_unrecorded:
-            # A write: never inline on the event loop, where a busy SQLite would stall it.
-            await anyio.to_thread.run_sync(accounts.record_use, db, caller.api_key_id, now)
         state: dict[str, Any] = scope.setdefault("state", {})
-        state["caller"] = caller
+        state["caller"] = identified.caller
         await self.app(scope, receive, send)
+
+    async def _record_use(self, known: KnownKey, now: datetime) -> None:
+        """A write: never inline on the event loop, where a busy SQLite would stall it. Marked
+        first, so the requests arriving meanwhile with a cached key do not write it again."""
+        previous = known.last_used_at
+        known.last_used_at = now
+        try:
+            await anyio.to_thread.run_sync(accounts.record_use, self.db, known.key_id, now)
+        except BaseException:
+            known.last_used_at = previous
+            raise

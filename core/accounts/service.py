@@ -10,12 +10,14 @@ from datetime import datetime, timedelta
 from sqlalchemy.orm import Session
 
 from core.accounts import repository
+from core.accounts.callers import KnownKey
 from core.clock import utcnow
 from core.config import ServiceConfig
 from core.credits import repository as credits_repository
 from core.credits import service as credits
 from core.db import Database
 from core.errors import DomainError
+from core.events import JobEvents
 from core.tables import Account, ApiKey, CreditEntry, Plan
 
 KEY_PREFIX = "sfm_"
@@ -76,14 +78,16 @@ def _check_plan(session: Session, plan_id: str) -> None:
         raise AccountError(f"unknown plan {plan_id!r} (one of {', '.join(known)})")
 
 
-def set_plan(db: Database, email: str, plan_id: str) -> Account:
+def set_plan(db: Database, events: JobEvents, email: str, plan_id: str) -> Account:
     with db.write() as session:
         _check_plan(session, plan_id)
         account = repository.account_by_email(session, email.strip().lower())
         if account is None:
             raise AccountError(f"no account for {email}")
         account.plan_id = plan_id
-        return account
+    # Gateways cache callers, plan included (core/accounts/callers.py).
+    events.publish_credentials_changed()
+    return account
 
 
 def grant_credits(db: Database, email: str, amount: int, reason: str) -> Account:
@@ -173,7 +177,9 @@ def list_keys(db: Database, email: str) -> list[ApiKey]:
         return list(repository.keys_of(session, account.id))
 
 
-def set_key_state(db: Database, key_id: str, state: str) -> ApiKey:
+def set_key_state(db: Database, events: JobEvents, key_id: str, state: str) -> ApiKey:
+    """The key in its new state, refused or accepted again by every gateway from the next
+    request on: the credential event after the commit clears their cached callers."""
     if state not in KEY_STATES:
         raise AccountError(f"unknown key state {state!r}")
     with db.write() as session:
@@ -183,7 +189,8 @@ def set_key_state(db: Database, key_id: str, state: str) -> ApiKey:
         if key.state == "revoked" and state != "revoked":
             raise AccountError("a revoked key stays revoked")
         key.state = state
-        return key
+    events.publish_credentials_changed()
+    return key
 
 
 @dataclass(frozen=True)
@@ -193,25 +200,51 @@ class Identified:
     use_unrecorded: bool
 
 
-def identify(db: Database, plaintext: str | None, now: datetime) -> Identified | None:
-    """Who a key belongs to, from one read (no write: this runs on every request), or None
-    for a missing, unknown or unusable key."""
+def key_hash_of(plaintext: str | None) -> str | None:
+    """The hash a key is looked up by, or None for something that cannot be a key."""
     if not plaintext or not plaintext.startswith(KEY_PREFIX) or len(plaintext) > 200:
         return None
+    return hash_key(plaintext)
+
+
+def known_key(db: Database, key_hash: str) -> KnownKey | None:
+    """The key with this hash and its account, from one read (no write: this runs on every
+    request that misses the gateway's `CallerCache`)."""
     with db.statements() as connection:
-        found = repository.caller_by_key_hash(connection, hash_key(plaintext))
+        found = repository.caller_by_key_hash(connection, key_hash)
     if found is None:
         return None
-    if found.state != "active" or (found.expires_at is not None and found.expires_at <= now):
-        return None
-    caller = Caller(
+    return KnownKey(
+        key_id=found.key_id,
+        state=found.state,
+        expires_at=found.expires_at,
+        last_used_at=found.last_used_at,
         account_id=found.account_id,
-        api_key_id=found.key_id,
         email=found.email,
         plan_id=found.plan_id,
     )
-    stale = found.last_used_at is None or now - found.last_used_at > TOUCH_INTERVAL
+
+
+def judge(known: KnownKey | None, now: datetime) -> Identified | None:
+    """Who a found key lets in at `now`, or None for an unknown or unusable key."""
+    if known is None or known.state != "active":
+        return None
+    if known.expires_at is not None and known.expires_at <= now:
+        return None
+    caller = Caller(
+        account_id=known.account_id,
+        api_key_id=known.key_id,
+        email=known.email,
+        plan_id=known.plan_id,
+    )
+    stale = known.last_used_at is None or now - known.last_used_at > TOUCH_INTERVAL
     return Identified(caller, stale)
+
+
+def identify(db: Database, plaintext: str | None, now: datetime) -> Identified | None:
+    """Who a key belongs to, from one read, or None for a missing, unknown or unusable key."""
+    key_hash = key_hash_of(plaintext)
+    return judge(known_key(db, key_hash), now) if key_hash is not None else None
 
 
 def record_use(db: Database, key_id: str, now: datetime) -> None:

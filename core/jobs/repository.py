@@ -63,12 +63,12 @@ def mark_dispatched(
 
 def claim(
     session: Session, job_id: str, token: str, moment: datetime, lease_until: datetime
-) -> bool:
-    """pending -> processing under `token`. The same token finds its own claim again, its lease
-    renewed (a claim retried because its commit's answer was lost); a redelivered or duplicated
-    task of another claim finds nothing to claim."""
+) -> Job | None:
+    """pending -> processing under `token`, the claimed row in the same round trip (`RETURNING`).
+    The same token finds its own claim again, its lease renewed (a claim retried because its
+    commit's answer was lost); a redelivered or duplicated task of another claim finds None."""
     fresh = Job.status == JobStatus.PENDING
-    result = session.execute(
+    return session.scalars(
         update(Job)
         .where(
             Job.id == job_id,
@@ -81,8 +81,9 @@ def claim(
             started_at=case((fresh, moment), else_=Job.started_at),
             lease_expires_at=lease_until,
         )
-    )
-    return bool(result.rowcount)  # type: ignore[attr-defined]
+        .returning(Job),
+        execution_options={"synchronize_session": False},
+    ).first()
 
 
 def renew_lease(

@@ -283,13 +283,10 @@ def claim(
     token = token or new_id()
     moment = utcnow()
     with db.write() as session:
-        if not repository.claim(
+        job = repository.claim(
             session, job_id, token, moment, moment + timedelta(seconds=lease_seconds)
-        ):
-            return None
-        job = repository.get(session, job_id)
-        assert job is not None
-        return Claim(job=job, token=token)
+        )
+        return Claim(job=job, token=token) if job is not None else None
 
 
 def renew_lease(db: Database, claim: Claim, lease_seconds: float, progress: float) -> bool:

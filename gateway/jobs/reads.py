@@ -53,7 +53,9 @@ class JobReads:
                 if remaining <= 0:
                     break
                 try:
-                    await asyncio.wait_for(changed.wait(), remaining)
+                    # A timer on this task, not a task per waiter as `wait_for` would make.
+                    async with asyncio.timeout(remaining):
+                        await changed.wait()
                 except TimeoutError:
                     break
                 changed.clear()

@@ -75,7 +75,8 @@ def accounts_credit(
 def accounts_set_plan(email: str, plan: str) -> None:
     """Move an account to another plan."""
     try:
-        account = accounts.set_plan(open_services().db, email, plan)
+        services = open_services()
+        account = accounts.set_plan(services.db, services.events, email, plan)
     except accounts.AccountError as error:
         fail(str(error))
     typer.echo(f"{account.email}  plan={account.plan_id}")

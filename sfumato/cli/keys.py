@@ -47,7 +47,8 @@ def keys_list(email: str) -> None:
 
 def _set_state(key_id: str, state: str) -> None:
     try:
-        key = accounts.set_key_state(open_services().db, key_id, state)
+        services = open_services()
+        key = accounts.set_key_state(services.db, services.events, key_id, state)
     except accounts.AccountError as error:
         fail(str(error))
     typer.echo(f"{key.id}  {key.state}")

@@ -66,16 +66,36 @@ def test_account_reports_user_plan_limits_and_credits(service: Service) -> None:
 
 
 def test_key_states_take_effect_on_the_next_request(service: Service, key: str) -> None:
-    db = service.services.db
+    db, events = service.services.db, service.services.events
     caller = accounts.authenticate(db, key)
     assert caller is not None
     with service.client(key) as client:
         assert client.get("/account").status_code == 200
-        accounts.set_key_state(db, caller.api_key_id, "deactivated")
+        accounts.set_key_state(db, events, caller.api_key_id, "deactivated")
         assert_envelope(client.get("/account"), 401, "UNAUTHORIZED")
-        accounts.set_key_state(db, caller.api_key_id, "active")
+        accounts.set_key_state(db, events, caller.api_key_id, "active")
         assert client.get("/account").status_code == 200
-        accounts.set_key_state(db, caller.api_key_id, "revoked")
+        accounts.set_key_state(db, events, caller.api_key_id, "revoked")
+        assert_envelope(client.get("/account"), 401, "UNAUTHORIZED")
+
+
+def test_callers_are_cached_until_a_credential_event(service: Service, key: str) -> None:
+    """The gateway answers a known key from its cache (a state written by plain SQL, with no
+    event, goes unseen); the credential event every key change publishes clears it."""
+    from sqlalchemy import update
+
+    from core.tables import ApiKey
+
+    caller = accounts.authenticate(service.services.db, key)
+    assert caller is not None
+    with service.client(key) as client:
+        assert client.get("/account").status_code == 200
+        with service.services.db.write() as session:
+            session.execute(
+                update(ApiKey).where(ApiKey.id == caller.api_key_id).values(state="revoked")
+            )
+        assert client.get("/account").status_code == 200
+        service.services.events.publish_credentials_changed()
         assert_envelope(client.get("/account"), 401, "UNAUTHORIZED")
 
 

@@ -116,3 +116,43 @@ def test_version_is_the_package_version(tmp_path: Path) -> None:
     from importlib.metadata import version
 
     assert sfumato(tmp_path, "--version").stdout.strip() == f"sfumato {version('sfumato')}"
+
+
+def test_key_and_plan_changes_from_the_cli_reach_a_running_embedded_server(
+    tmp_path: Path,
+) -> None:
+    """The server caches callers; the CLI's changes, made from another process, clear the cache
+    through the marker beside the SQLite database, so each shows on the very next request."""
+    sfumato(tmp_path, "accounts", "create", "cli@example.com", "--plan", "pro")
+    made = sfumato(tmp_path, "keys", "create", "cli@example.com", "--name", "cached")
+    key, key_id = made.stdout.strip().splitlines()[-1], made.stdout.split()[2]
+    port = free_port()
+    server = Process(
+        ["serve", "--port", str(port)], {"SFUMATO_DATA_DIR": str(tmp_path)}, tmp_path / "log"
+    ).start()
+    url = f"http://127.0.0.1:{port}/v1/account"
+    try:
+        wait_until(lambda: _get(url, key) is not None, 60, "serve up")
+        with httpx.Client(headers={"x-api-key": key}, timeout=10) as client:
+
+            def statuses() -> list[int]:
+                return [client.get(url).status_code for _ in range(3)]
+
+            assert statuses() == [200] * 3
+            sfumato(tmp_path, "keys", "deactivate", key_id)
+            assert statuses() == [401] * 3
+            sfumato(tmp_path, "keys", "activate", key_id)
+            assert statuses() == [200] * 3
+            sfumato(tmp_path, "accounts", "set-plan", "cli@example.com", "enterprise")
+            assert client.get(url).json()["data"]["plan"]["id"] == "enterprise"
+            sfumato(tmp_path, "keys", "revoke", key_id)
+            assert statuses() == [401] * 3
+    finally:
+        server.stop()
+
+
+def _get(url: str, key: str) -> httpx.Response | None:
+    try:
+        return httpx.get(url, headers={"x-api-key": key}, timeout=2)
+    except httpx.HTTPError:
+        return None
