@@ -36,6 +36,7 @@ RESPONSES: dict[str, type[BaseModel]] = {
     "CompletedUpload": models.Upload,
     "AccountView": models.Account,
     "PlanRef": models.Plan,
+    "PlanLimits": models.PlanLimits,
 }
 # Served request body -> the client model that writes it.
 REQUESTS: dict[str, type[BaseModel]] = {

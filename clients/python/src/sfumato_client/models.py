@@ -76,6 +76,8 @@ class JobData(APIModel):
     progress: float | None = None
     result: JobResult | None = None
     error: JobError | None = None
+    # What the pipeline said it did (completed jobs); None from a server that does not say.
+    notes: list[str] | None = None
 
     @property
     def is_terminal(self) -> bool:
@@ -173,15 +175,27 @@ class Upload(APIModel):
     height: int
 
 
+class PlanLimits(APIModel):
+    video: bool
+    max_inflight_images: int
+    max_inflight_videos: int
+    # None: no daily cap.
+    daily_generation_cap: int | None = None
+
+
 class Plan(APIModel):
     id: str
     tier: str
+    # None from a server that does not report them.
+    limits: PlanLimits | None = None
 
 
 class Account(APIModel):
     user_id: str
     email: str
     plan: Plan
+    # The credit balance; None from a server that does not report it.
+    credits: int | None = None
 
 
 # Request bodies
