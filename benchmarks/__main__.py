@@ -17,6 +17,7 @@ from types import FrameType
 from benchmarks import (
     create_overhead,
     create_to_start,
+    dashboard,
     diffusion,
     diffusion_video,
     fleet,
@@ -39,6 +40,7 @@ BENCHMARKS: dict[str, Callable[[Options], Section]] = {
     "videos": videos.run,
     "styles": styles.run,
     "fleet": fleet.run,
+    "dashboard": dashboard.run,
     "diffusion": diffusion.run,
     "diffusion_video": diffusion_video.run,
 }

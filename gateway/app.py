@@ -17,6 +17,7 @@ from core.services import Services
 from core.uploads import service as uploads_service
 from gateway import files, health
 from gateway.account.router import router as account_router
+from gateway.dashboard.router import install_dashboard
 from gateway.errors import install_error_handlers
 from gateway.images.router import router as images_router
 from gateway.jobs.router import router as jobs_router
@@ -97,6 +98,7 @@ def create_app(gateway: Gateway) -> FastAPI:
     app.include_router(files.router)
     app.include_router(health.router)
     app.include_router(metrics_router)
+    install_dashboard(app)
     app.state.readiness = ReadinessChecks(gateway.services)
     install_error_handlers(app)
     install_openapi(app)

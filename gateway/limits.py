@@ -64,7 +64,7 @@ class RateLimiter:
     ) -> None:
         self.items: dict[str, RateLimitItem] = {
             bucket: parse(getattr(rates, bucket))
-            for bucket in ("image", "video", "style", "upload", "default")
+            for bucket in ("image", "video", "style", "upload", "default", "signin")
         }
         self.storage = cast(Storage, storage_from_string(storage_uri))
         self.namespace = namespace
