@@ -37,7 +37,7 @@ def dash(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Service]:
     env = {
         **COMMON_ENV,
         "SFUMATO_FETCH_ALLOW": "127.0.0.1",
-        "SFUMATO_STYLE_RENDER_SECONDS": "8",
+        "SFUMATO_STYLE_RENDER_SECONDS": "45",
         "SFUMATO_TRUST_FORWARDED_HEADERS": "true",
     }
     with running_service(Mode("embedded", env, False), tmp_path_factory.mktemp("dash")) as service:

@@ -150,7 +150,7 @@ def test_upload_a_png_and_use_it_as_a_reference(
         files=[{"name": "red.png", "mimeType": "image/png", "buffer": _png((220, 30, 30))}]
     )
     page.get_by_role("button", name="Upload", exact=True).click()
-    expect(page.get_by_role("status")).to_have_text("Uploaded.")
+    expect(page.locator(".notice")).to_have_text("Uploaded.")
     expect(page.locator("[data-upload-id]")).to_have_count(1)
     screenshot(page, "uploads")
 
@@ -178,7 +178,7 @@ def test_extract_a_style_from_a_local_site_and_see_its_swatches(
     who = person()
     page = context.new_page()
     sign_in(page, dash.url, who)
-    page.get_by_role("link", name="Styles").click()
+    page.get_by_role("link", name="Styles", exact=True).click()
     page.get_by_label("Website address").fill(f"{sites}/northwind/")
     page.get_by_role("button", name="Extract style").click()
     expect(page).to_have_url(re.compile(r"/dashboard/jobs/"))
@@ -195,7 +195,7 @@ def test_extract_a_style_from_a_local_site_and_see_its_swatches(
     page.get_by_label("Search the folder").fill("logo")
     page.get_by_role("button", name="Search").click()
     expect(page.get_by_role("heading", name=re.compile("Results for"))).to_be_visible()
-    page.get_by_role("link", name="Styles").click()
+    page.get_by_role("link", name="Styles", exact=True).click()
     expect(page.locator(".style-list li")).to_have_count(1)
     screenshot(page, "styles")
 
