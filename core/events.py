@@ -2,6 +2,8 @@
 
 Embedded mode broadcasts inside the process; with a Redis broker the events travel over Redis
 pub/sub so a long-poll held on any gateway replica wakes whichever worker finished the job.
+A progress event ("job X moved on") wakes only the subscribers that asked for progress (event
+streams), so long-polls waiting for a terminal state are not woken about once a second.
 """
 
 from __future__ import annotations
@@ -17,6 +19,8 @@ import redis
 import redis.asyncio as aioredis
 
 log = logging.getLogger(__name__)
+# Appended to the job id of a progress event on the Redis channel.
+PROGRESS_SUFFIX = " progress"
 
 
 class JobEvents:
@@ -24,7 +28,7 @@ class JobEvents:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._waiters: dict[str, set[tuple[asyncio.AbstractEventLoop, asyncio.Event]]] = (
+        self._waiters: dict[str, set[tuple[asyncio.AbstractEventLoop, asyncio.Event, bool]]] = (
             defaultdict(set)
         )
 
@@ -34,20 +38,27 @@ class JobEvents:
             return sum(len(waiters) for waiters in self._waiters.values())
 
     def publish(self, job_id: str) -> None:
-        """Callable from any thread."""
-        self._wake(job_id)
+        """The job's state changed. Callable from any thread."""
+        self._wake(job_id, progress=False)
 
-    def _wake(self, job_id: str) -> None:
+    def publish_progress(self, job_id: str) -> None:
+        """The job's progress moved on (its state did not change). Callable from any thread."""
+        self._wake(job_id, progress=True)
+
+    def _wake(self, job_id: str, progress: bool) -> None:
         with self._lock:
             waiters = list(self._waiters.get(job_id, ()))
-        for loop, event in waiters:
+        for loop, event, wants_progress in waiters:
+            if progress and not wants_progress:
+                continue
             with contextlib.suppress(RuntimeError):  # the loop closed: nobody is waiting
                 loop.call_soon_threadsafe(event.set)
 
     @contextlib.asynccontextmanager
-    async def subscribe(self, job_id: str) -> AsyncIterator[asyncio.Event]:
-        """Register before reading the job, so a change between the read and the wait is seen."""
-        entry = (asyncio.get_running_loop(), asyncio.Event())
+    async def subscribe(self, job_id: str, progress: bool = False) -> AsyncIterator[asyncio.Event]:
+        """Register before reading the job, so a change between the read and the wait is seen;
+        `progress`: be woken by progress events too."""
+        entry = (asyncio.get_running_loop(), asyncio.Event(), progress)
         with self._lock:
             self._waiters[job_id].add(entry)
         try:
@@ -77,12 +88,19 @@ class RedisJobEvents(JobEvents):
         self.subscribed = asyncio.Event()
 
     def publish(self, job_id: str) -> None:
+        self._send(job_id, job_id)
+        self._wake(job_id, progress=False)
+
+    def publish_progress(self, job_id: str) -> None:
+        self._send(job_id, f"{job_id}{PROGRESS_SUFFIX}")
+        self._wake(job_id, progress=True)
+
+    def _send(self, job_id: str, message: str) -> None:
         try:
-            self._publisher.publish(self.channel, job_id)
+            self._publisher.publish(self.channel, message)
         except redis.RedisError as error:
             # Long-polls still end by their timeout; the job row itself is already committed.
             log.warning("could not publish the event of job %s: %s", job_id, error)
-        self._wake(job_id)
 
     async def start(self) -> None:
         self._listener = asyncio.create_task(self._listen(), name="job-events")
@@ -104,7 +122,9 @@ class RedisJobEvents(JobEvents):
                     backoff = 0.1
                     async for message in pubsub.listen():
                         if message.get("type") == "message":
-                            self._wake(message["data"].decode())
+                            data = message["data"].decode()
+                            job_id = data.removesuffix(PROGRESS_SUFFIX)
+                            self._wake(job_id, progress=job_id != data)
             except asyncio.CancelledError:
                 raise
             except Exception as error:  # a dropped connection: reconnect with backoff

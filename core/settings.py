@@ -31,6 +31,11 @@ class Settings(BaseSettings):
 
     # A claimed job whose worker stops renewing its lease for this long is handed out again.
     lease_seconds: float = Field(default=30.0, gt=0)
+    # A running job's progress is written (and announced to event streams) at most this often,
+    # and at least this often while it moves: a row write per job per interval, no more.
+    progress_seconds: float = Field(default=0.8, gt=0)
+    # `GET /v1/jobs/{id}/events` sends a comment this often while nothing else is sent.
+    events_heartbeat_seconds: float = Field(default=15.0, gt=0)
     max_attempts: int = Field(default=3, ge=1)
     sweep_interval_seconds: float = Field(default=5.0, gt=0)
     # A job committed this long ago but never published was orphaned by a crash or a broker

@@ -25,7 +25,7 @@ from gateway.limits import RateLimitMiddleware
 from gateway.metrics import MetricsMiddleware
 from gateway.metrics import router as metrics_router
 from gateway.middleware import AuthMiddleware, BodyLimitMiddleware
-from gateway.openapi import install_openapi
+from gateway.openapi import install_openapi, operation_id
 from gateway.runtime import Gateway
 from gateway.styles.router import router as styles_router
 from gateway.uploads.router import router as uploads_router
@@ -84,6 +84,7 @@ def create_app(gateway: Gateway) -> FastAPI:
         docs_url="/docs",
         redoc_url=None,
         lifespan=lifespan,
+        generate_unique_id_function=operation_id,
     )
     app.state.gateway = gateway
     for router in (

@@ -76,6 +76,15 @@ class Job(ResponseModel):
     type: JobType
     status: JobStatus
     createdAt: str = Field(json_schema_extra={"format": "date-time"})
+    progress: float = Field(
+        default=0.0,
+        ge=0,
+        le=1,
+        description=(
+            "Extension: how far the job is, 0..1, never decreasing; 1 once completed, the last "
+            "value reached on a failed job. On every read, not on the create's answer."
+        ),
+    )
     result: JobResult | None = None
     error: JobError | None = None
 

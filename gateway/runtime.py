@@ -4,7 +4,8 @@ limiter, the metrics and, in embedded mode, the workers running in this process 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import asyncio
+from dataclasses import dataclass, field
 from typing import Protocol
 
 from core.jobs.creation import JobCreation
@@ -30,3 +31,5 @@ class Gateway:
     limiter: RateLimiter
     metrics: GatewayMetrics
     embedded_workers: InProcessWorkers | None = None
+    # Set when the server begins shutting down (`gateway/server.py`): held event streams end.
+    closing: asyncio.Event = field(default_factory=asyncio.Event)

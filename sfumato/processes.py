@@ -62,6 +62,7 @@ def serve(services: Services, host: str, port: int, no_workers: bool, log_level:
     import uvicorn
 
     from gateway.app import create_app
+    from gateway.server import GatewayServer
     from models.registry import RegistryError
 
     embedded = services.settings.embedded_broker
@@ -84,7 +85,7 @@ def serve(services: Services, host: str, port: int, no_workers: bool, log_level:
         timeout_graceful_shutdown=10,
         access_log=False,
     )
-    uvicorn.Server(config).run()
+    GatewayServer(config, gateway).run()
 
 
 def run_worker(

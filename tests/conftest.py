@@ -33,6 +33,7 @@ COMMON_ENV = {
     "SFUMATO_LEASE_SECONDS": "2",
     "SFUMATO_SWEEP_INTERVAL_SECONDS": "0.5",
     "SFUMATO_WAIT_SECONDS": "4",
+    "SFUMATO_EVENTS_HEARTBEAT_SECONDS": "0.3",
     "SFUMATO_DISPATCH_GRACE_SECONDS": "1",
     "SFUMATO_CONFIG_FILE": str(Path(__file__).parent / "support" / "generous.toml"),
 }

@@ -18,6 +18,7 @@ from tests.conftest import COMMON_ENV
 from tests.support.fleet import Fleet, config_file, metric_samples, running_fleet, sample_value
 from tests.support.s3 import s3_server
 from tests.support.service import free_port, wait_until
+from tests.test_job_events import events_of, stream
 from tests.test_jobs import create, wait_done
 
 pytestmark = [pytest.mark.slow, pytest.mark.distributed]
@@ -171,3 +172,21 @@ def test_a_worker_reports_its_queue_jobs_and_readiness(fleet: Fleet) -> None:
     }
     assert set(depths) == {"image", "video", "style"}
     assert all(value >= 0 for value in depths.values())
+
+
+def test_an_event_stream_on_one_gateway_follows_a_job_made_on_another(fleet: Fleet) -> None:
+    first, second = fleet.gateways
+    key = fleet.new_key()
+    with fleet.client(first, key) as creator, fleet.client(second, key) as follower:
+        job = create(creator, "[sleep 2.5] streamed across gateways", quality="low")
+        with stream(follower, job["id"]) as response:
+            assert response.status_code == 200
+            events = list(events_of(response.iter_lines()))
+        progress = [event.job["progress"] for event in events]
+        assert progress == sorted(progress)
+        assert len({p for p in progress if 0 < p < 1}) >= 2, progress  # woken by progress too
+        assert events[-1].job["status"] == "completed"
+        assert events[-1].job == creator.get(f"/jobs/{job['id']}").json()["data"]
+        # Resuming on the other gateway: the terminal state was seen, nothing more to send.
+        with stream(creator, job["id"], last_event_id=events[-1].id) as response:
+            assert response.status_code == 204

@@ -43,8 +43,10 @@ class LeaseKeeper:
 
     `progress` (the job's, 0..1) only reads a flag this thread sets, so checking for cancel at
     every step costs nothing. The thread reads the claim a few times a second (a read, which
-    never waits for writers) and writes the lease only every third of its length, so running
-    jobs do not crowd the database's write lock.
+    never waits for writers) and writes the lease only every third of its length, or sooner
+    when the progress moved on and `progress_seconds` passed since the last write (so clients
+    see it move about once a second while a pipeline reports hundreds of steps a second, and
+    running jobs do not crowd the database's write lock).
     """
 
     def __init__(self, lifecycle: JobLifecycle, claim: jobs_service.Claim) -> None:
@@ -53,9 +55,10 @@ class LeaseKeeper:
         self._fraction = 0.0
         self._lost = threading.Event()
         self._stop = threading.Event()
-        lease_seconds = lifecycle.services.settings.lease_seconds
-        self._check_interval = min(0.25, lease_seconds / 4)
-        self._renew_interval = lease_seconds / 3
+        settings = lifecycle.services.settings
+        self._progress_interval = settings.progress_seconds
+        self._check_interval = min(0.2, settings.lease_seconds / 4, settings.progress_seconds / 4)
+        self._renew_interval = settings.lease_seconds / 3
         self._thread = threading.Thread(
             target=self._run, name=f"lease-{claim.job.id[:8]}", daemon=True
         )
@@ -70,11 +73,17 @@ class LeaseKeeper:
 
     def _run(self) -> None:
         renewed_at = time.monotonic()
+        written = 0.0
         while not self._stop.wait(self._check_interval):
             try:
-                if time.monotonic() - renewed_at >= self._renew_interval:
-                    alive = self._lifecycle.renew_lease(self._claim, self._fraction)
+                fraction = self._fraction
+                since = time.monotonic() - renewed_at
+                if since >= self._renew_interval or (
+                    fraction > written and since >= self._progress_interval
+                ):
+                    alive = self._lifecycle.renew_lease(self._claim, fraction)
                     renewed_at = time.monotonic()
+                    written = fraction
                 else:
                     alive = self._lifecycle.holds_claim(self._claim)
             except Exception as error:  # the database blinked: the lease outlives a blink

@@ -57,11 +57,14 @@ class JobLifecycle:
         return claim
 
     def renew_lease(self, claim: jobs_service.Claim, progress: float) -> bool:
-        """Keep the claim alive and record the progress; False when the job was cancelled or
-        taken from this worker."""
-        return jobs_service.renew_lease(
+        """Keep the claim alive and record the progress (event streams are told); False when
+        the job was cancelled or taken from this worker."""
+        renewed = jobs_service.renew_lease(
             self.services.db, claim, self.services.settings.lease_seconds, progress
         )
+        if renewed:
+            self.services.events.publish_progress(claim.job.id)
+        return renewed
 
     def holds_claim(self, claim: jobs_service.Claim) -> bool:
         return jobs_service.holds_claim(self.services.db, claim)

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, and_, bindparam, func, or_, select, update
+from sqlalchemy import Connection, and_, bindparam, case, func, or_, select, update
 from sqlalchemy.orm import Session
 
 from core.jobs.contract import IN_FLIGHT, JobStatus, Queue
@@ -83,7 +83,11 @@ def renew_lease(
     result = session.execute(
         update(Job)
         .where(Job.id == job_id, Job.claim_token == token, Job.status == JobStatus.PROCESSING)
-        .values(lease_expires_at=lease_until, progress=progress)
+        # Progress never goes back, not even when a job handed to another worker starts again.
+        .values(
+            lease_expires_at=lease_until,
+            progress=case((Job.progress < progress, progress), else_=Job.progress),
+        )
     )
     return bool(result.rowcount)  # type: ignore[attr-defined]
 
@@ -249,6 +253,7 @@ JOB_VIEW_BY_ID = select(
     Job.created_at,
     Job.result,
     Job.error,
+    Job.progress,
 ).where(Job.id == bindparam("job_id"), Job.account_id == bindparam("account_id"))
 
 

@@ -388,7 +388,6 @@ def hand_back(db: Database, claim: Claim) -> bool:
             claim_token=None,
             lease_expires_at=None,
             dispatched_at=None,
-            progress=0.0,
             attempts=Job.attempts - 1,
         )
 

@@ -22,7 +22,7 @@ router = APIRouter(route_class=ContractRoute, responses=CREATE_ERROR_RESPONSES)
 @router.post(
     "/images/generate", status_code=202, response_model=JobEnvelope, summary="Generate images"
 )
-def generate(body: GenerateRequest, create: CreateJobDep) -> Any:
+def generate_image(body: GenerateRequest, create: CreateJobDep) -> Any:
     return create(
         body,
         GenerateJobRequest(
@@ -40,7 +40,7 @@ def generate(body: GenerateRequest, create: CreateJobDep) -> Any:
 @router.post(
     "/images/edit", status_code=202, response_model=JobEnvelope, summary="Edit a prior image"
 )
-def edit(body: EditRequest, create: CreateJobDep) -> Any:
+def edit_image(body: EditRequest, create: CreateJobDep) -> Any:
     return create(
         body,
         EditJobRequest(
@@ -58,7 +58,7 @@ def edit(body: EditRequest, create: CreateJobDep) -> Any:
     response_model=JobEnvelope,
     summary="Reframe a prior image to another aspect ratio",
 )
-def resize(body: ResizeRequest, create: CreateJobDep) -> Any:
+def resize_image(body: ResizeRequest, create: CreateJobDep) -> Any:
     return create(
         body,
         ReframeJobRequest(
@@ -70,5 +70,5 @@ def resize(body: ResizeRequest, create: CreateJobDep) -> Any:
 @router.post(
     "/images/upscale", status_code=202, response_model=JobEnvelope, summary="Upscale a prior image"
 )
-def upscale(body: UpscaleRequest, create: CreateJobDep) -> Any:
+def upscale_image(body: UpscaleRequest, create: CreateJobDep) -> Any:
     return create(body, UpscaleJobRequest(image_id=body.imageId, resolution=body.resolution))

@@ -19,6 +19,15 @@ class JobLike(Protocol):
     created_at: datetime
     result: dict[str, Any] | None
     error: dict[str, Any] | None
+    progress: float
+
+
+def progress_of(job: JobLike) -> float:
+    """The extension `progress`: 0..1 in thousandths, 1 once completed, the last value reached
+    otherwise (the stored value never decreases)."""
+    if job.status == JobStatus.COMPLETED:
+        return 1.0
+    return round(min(1.0, max(0.0, job.progress)), 3)
 
 
 class JobPresenter:
@@ -36,6 +45,7 @@ class JobPresenter:
 
     def job(self, job: JobLike) -> dict[str, Any]:
         view = self.created(job)
+        view["progress"] = progress_of(job)
         if job.status == JobStatus.COMPLETED and job.result is not None:
             view["result"] = self._result(result_of(job.type, job.result))
         if job.status == JobStatus.FAILED and job.error is not None:

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Query
-from fastapi.responses import JSONResponse
+from fastapi import APIRouter, Header, Query, Request
+from fastapi.responses import JSONResponse, Response, StreamingResponse
 
 from core.accounts.service import Caller
 from core.errors import NotFound
@@ -14,7 +14,8 @@ from core.jobs import service as jobs_service
 from core.jobs.contract import IMAGE_TYPES, JobType
 from gateway.auth import CallerDep
 from gateway.contract import ERROR_RESPONSES, ContractRoute, JobEnvelope, JobPage
-from gateway.dependencies import DatabaseDep, JobReadsDep, LifecycleDep, SignerDep
+from gateway.dependencies import DatabaseDep, JobReadsDep, LifecycleDep, SignerDep, runtime_of
+from gateway.jobs.events import JobEventStream, is_repeat_of_terminal
 from gateway.jobs.presenter import JobPresenter
 from gateway.jobs.reads import JobReads
 from gateway.paths import JobId
@@ -70,10 +71,64 @@ async def get_video_job(
 @router.get(
     "/styles/extractions/{id}", response_model=JobEnvelope, summary="Get a style extraction job"
 )
-async def get_style_job(
+async def get_style_extraction(
     job_id: JobId, caller: CallerDep, reads: JobReadsDep, signer: SignerDep, wait: WaitParam = None
 ) -> Any:
     return await _answer(reads, signer, caller, job_id, STYLE_TYPES, wait)
+
+
+@router.get(
+    "/jobs/{id}/events",
+    summary="Stream a job's progress (Server-Sent Events)",
+    response_class=StreamingResponse,
+    responses={
+        200: {
+            "description": (
+                'A `text/event-stream`: `data: {"data": job}` (the job as `getJob` shows it) at '
+                "once, then on every change of status or progress (at most 5 a second), then the "
+                "terminal job, and the stream ends. Each event's `id:` names the state it shows "
+                "(`<status>/<progress in thousandths>`); `: heartbeat` comments keep it open."
+            ),
+            "content": {"text/event-stream": {"schema": {"type": "string"}}},
+        },
+        204: {"description": "`Last-Event-ID` names the job's terminal state: nothing to send"},
+    },
+)
+async def stream_job_events(
+    job_id: JobId,
+    caller: CallerDep,
+    reads: JobReadsDep,
+    signer: SignerDep,
+    request: Request,
+    last_event_id: Annotated[
+        str | None,
+        Header(
+            alias="Last-Event-ID",
+            max_length=64,
+            description="The `id` of the last event received: resume after it",
+        ),
+    ] = None,
+) -> Response:
+    """Extension. The job as a Server-Sent Events stream, for progress bars: it ends after the
+    terminal job (or when the server shuts down: reconnect with `Last-Event-ID`)."""
+    job = await reads.read(caller.account_id, job_id, ALL_TYPES, wait=False)
+    if job is None:
+        raise NotFound("Job")
+    if is_repeat_of_terminal(job, last_event_id):
+        return Response(status_code=204)
+    runtime = runtime_of(request)
+    stream = JobEventStream(
+        reads,
+        JobPresenter(signer),
+        runtime.services.settings.events_heartbeat_seconds,
+        runtime.closing,
+    )
+    return StreamingResponse(
+        stream.events(caller.account_id, job_id, ALL_TYPES, last_event_id),
+        media_type="text/event-stream",
+        # No proxy buffering or caching in front of a stream.
+        headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
+    )
 
 
 @router.get("/jobs", response_model=JobPage, summary="List image jobs, newest first")

@@ -45,7 +45,7 @@ FOLDERS = FolderCache()
     responses=CREATE_ERROR_RESPONSES,
     summary="Extract a brand style from a website",
 )
-def extract(body: ExtractRequest, create: CreateJobDep) -> Any:
+def extract_style(body: ExtractRequest, create: CreateJobDep) -> Any:
     return create(body, ExtractStyleJobRequest(url=body.url))
 
 
@@ -75,7 +75,7 @@ def get_style(style_id: StyleId, caller: CallerDep, db: DatabaseDep, signer: Sig
     response_model=StyleAssets,
     summary="Link images into a style's folder (extension)",
 )
-def link_assets(
+def add_style_assets(
     style_id: StyleId,
     body: LinkAssetsRequest,
     caller: CallerDep,
@@ -94,7 +94,7 @@ def link_assets(
     response_model=StyleAssetPage,
     summary="List a style's linked assets, newest first (extension)",
 )
-def list_assets(
+def list_style_assets(
     style_id: StyleId,
     caller: CallerDep,
     db: DatabaseDep,
@@ -112,7 +112,7 @@ def list_assets(
     response_model=SearchResults,
     summary="Semantic search over a style's linked assets",
 )
-def search(
+def search_style(
     style_id: StyleId, body: SearchRequest, caller: CallerDep, db: DatabaseDep, signer: SignerDep
 ) -> Any:
     hits = styles_service.search(

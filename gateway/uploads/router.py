@@ -17,7 +17,7 @@ router = APIRouter(route_class=ContractRoute, responses=ERROR_RESPONSES)
 
 
 @router.post("/uploads", response_model=PresignEnvelope, summary="Presign an upload")
-def presign(
+def create_upload(
     request: Request, body: PresignRequest, caller: CallerDep, services: ServicesDep
 ) -> Any:
     presigned = uploads.presign(
@@ -38,7 +38,7 @@ def presign(
     responses={413: {"model": ErrorEnvelope, "description": "Over the size limit"}},
     summary="Complete an upload",
 )
-def complete(
+def complete_upload(
     upload_id: UploadId, caller: CallerDep, services: ServicesDep, signer: SignerDep
 ) -> Any:
     media = uploads.complete(services, caller.account_id, upload_id)

@@ -41,7 +41,7 @@ def image_to_video(body: ImageToVideoRequest, create: CreateJobDep) -> Any:
     response_model=JobEnvelope,
     summary="Transition from a start frame to an end frame",
 )
-def frames(body: FramesRequest, create: CreateJobDep) -> Any:
+def frames_to_video(body: FramesRequest, create: CreateJobDep) -> Any:
     return create(
         body,
         TransitionJobRequest(

@@ -23,6 +23,7 @@ from core.services import Services
 from core.settings import Settings
 from gateway.app import create_app
 from gateway.runtime import Gateway
+from gateway.server import GatewayServer
 from sfumato.processes import build_gateway
 
 REPO = Path(__file__).resolve().parents[2]
@@ -68,8 +69,9 @@ class ThreadedServer:
 
     def __init__(self, app: Any) -> None:
         self.port = free_port()
-        self.server = uvicorn.Server(
-            uvicorn.Config(app, host="127.0.0.1", port=self.port, log_level="warning")
+        self.server = GatewayServer(
+            uvicorn.Config(app, host="127.0.0.1", port=self.port, log_level="warning"),
+            app.state.gateway,
         )
         self.thread = threading.Thread(target=self.server.run, daemon=True)
 

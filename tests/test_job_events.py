@@ -1,0 +1,184 @@
+"""Progress on job reads and the job's Server-Sent Events stream, through a real server."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.conftest import embedded_mode
+from tests.support.service import Service, running_service
+from tests.test_jobs import create, wait_done
+
+
+@dataclass
+class Event:
+    id: str | None
+    job: dict
+
+
+def sse_lines(response: httpx.Response) -> Iterator[str]:
+    """The stream's lines, the blank line closing each event included."""
+    yield from response.iter_lines()
+
+
+def events_of(lines: Iterator[str], comments: list[str] | None = None) -> Iterator[Event]:
+    """Parse `text/event-stream`: `id:` and `data:` fields, events closed by a blank line."""
+    event_id: str | None = None
+    data: list[str] = []
+    for line in lines:
+        if line == "":
+            if data:
+                yield Event(event_id, json.loads("\n".join(data))["data"])
+            event_id, data = None, []
+        elif line.startswith(":"):
+            if comments is not None:
+                comments.append(line)
+        else:
+            field, _, value = line.partition(":")
+            value = value.removeprefix(" ")
+            if field == "id":
+                event_id = value
+            elif field == "data":
+                data.append(value)
+
+
+def stream(
+    client: httpx.Client, job_id: str, last_event_id: str | None = None
+) -> AbstractContextManager[httpx.Response]:
+    headers = {"Last-Event-ID": last_event_id} if last_event_id else {}
+    return client.stream("GET", f"/jobs/{job_id}/events", headers=headers)
+
+
+def test_progress_rises_on_reads_of_a_slow_job_and_is_1_when_completed(
+    service: Service, key: str
+) -> None:
+    with service.client(key) as client:
+        created = create(client, "[sleep 3] a slow lighthouse", quality="low")
+        assert set(created) == {"id", "type", "status", "createdAt"}  # creates stay as they were
+        seen: list[tuple[str, float]] = []
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            job = client.get(f"/jobs/{created['id']}").json()["data"]
+            seen.append((job["status"], job["progress"]))
+            if job["status"] == "completed":
+                break
+            time.sleep(0.1)
+        progress = [value for _, value in seen]
+        assert progress == sorted(progress), seen  # never decreasing
+        running = {value for status, value in seen if status == "processing" and 0 < value < 1}
+        assert len(running) >= 2, seen  # seen moving while the job ran, not only at its end
+        assert seen[-1] == ("completed", 1.0)
+        for path in (f"/images/{created['id']}", f"/jobs/{created['id']}"):
+            assert client.get(path).json()["data"]["progress"] == 1.0
+        listed = client.get("/jobs").json()["data"]
+        assert [job["progress"] for job in listed if job["id"] == created["id"]] == [1.0]
+
+
+def test_a_failed_job_keeps_the_progress_it_reached(service: Service, key: str) -> None:
+    with service.client(key) as client:
+        job = wait_done(client, create(client, "[fail] at once")["id"])
+        assert job["status"] == "failed"
+        assert 0 <= job["progress"] < 1
+
+
+def test_the_event_stream_follows_a_job_to_its_end_and_closes(service: Service, key: str) -> None:
+    with service.client(key) as client:
+        created = create(client, "[sleep 2.5] a streamed harbour", quality="low")
+        comments: list[str] = []
+        with stream(client, created["id"]) as response:
+            assert response.status_code == 200
+            assert response.headers["content-type"].startswith("text/event-stream")
+            assert "x-ratelimit-remaining" in response.headers  # counted once, like any request
+            events = list(events_of(sse_lines(response), comments))
+        assert events[0].job["id"] == created["id"]
+        assert events[-1].job["status"] == "completed"
+        assert events[-1].job == client.get(f"/jobs/{created['id']}").json()["data"]
+        progress = [event.job["progress"] for event in events]
+        assert progress == sorted(progress)
+        assert len({p for p in progress if 0 < p < 1}) >= 2, progress
+        ids = [event.id for event in events]
+        assert len(set(ids)) == len(ids) and all(ids), ids  # each event a new state
+        assert events[-1].id == "completed/1000"
+        # The test deployment beats every 0.3 s (SFUMATO_EVENTS_HEARTBEAT_SECONDS), and
+        # progress moves about once a second.
+        assert ": heartbeat" in comments
+
+
+def test_last_event_id_resumes_after_the_state_the_client_saw(service: Service, key: str) -> None:
+    with service.client(key) as client:
+        created = create(client, "[sleep 2] a resumed stream", quality="low")
+        with stream(client, created["id"]) as response:
+            first = next(events_of(sse_lines(response)))
+        assert first.id is not None
+        with stream(client, created["id"], last_event_id=first.id) as response:
+            resumed = list(events_of(sse_lines(response)))
+        assert resumed and resumed[0].id != first.id  # the state already seen is not sent again
+        assert resumed[-1].job["status"] == "completed"
+        # Reconnecting after the terminal event: 204, which tells EventSource to stop.
+        with stream(client, created["id"], last_event_id=resumed[-1].id) as response:
+            assert response.status_code == 204
+            assert response.read() == b""
+        # An id from before the end: the terminal job at once, then the end.
+        with stream(client, created["id"], last_event_id=first.id) as response:
+            late = list(events_of(sse_lines(response)))
+        assert [event.id for event in late] == ["completed/1000"]
+
+
+def test_the_event_stream_is_authenticated_and_private(service: Service, key: str) -> None:
+    with service.client(key) as client:
+        job_id = create(client, "[sleep 0.2] mine")["id"]
+    with service.client(service.new_key()) as stranger:
+        for path in (f"/jobs/{job_id}/events", "/jobs/00000000-0000-4000-8000-000000000000/events"):
+            answer = stranger.get(path)
+            assert answer.status_code == 404
+            assert answer.json()["error"]["code"] == "NOT_FOUND"
+    with service.client() as anonymous:
+        answer = anonymous.get(f"/jobs/{job_id}/events")
+        assert answer.status_code == 401
+        assert answer.json()["error"]["code"] == "UNAUTHORIZED"
+
+
+def test_a_server_shutdown_ends_open_streams(tmp_path: Path) -> None:
+    events: list[Event] = []
+    ended = threading.Event()
+    with running_service(embedded_mode(), tmp_path) as service:
+        key = service.new_key()
+        with service.client(key) as client:
+            job_id = create(client, "[sleep 30] outlives the server", quality="low")["id"]
+        follower_client = service.client(key)
+
+        def follow() -> None:
+            with stream(follower_client, job_id) as response:
+                events.extend(events_of(sse_lines(response)))
+            ended.set()
+
+        follower = threading.Thread(target=follow, daemon=True)
+        follower.start()
+        deadline = time.monotonic() + 30
+        while not events and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert events
+        stopping = time.monotonic()
+    # uvicorn waits for open responses before it stops (forever, with no graceful timeout, as
+    # here): it stopped, so the stream ended first, as a complete response.
+    assert ended.wait(5)
+    follower_client.close()
+    assert time.monotonic() - stopping < 25
+    assert events[-1].job["status"] in ("pending", "processing")
+
+
+@pytest.mark.parametrize("header", ["x" * 65])
+def test_an_overlong_last_event_id_is_refused(service: Service, key: str, header: str) -> None:
+    with service.client(key) as client:
+        job_id = create(client, "[sleep 0.2] short")["id"]
+        answer = client.get(f"/jobs/{job_id}/events", headers={"Last-Event-ID": header})
+        assert answer.status_code == 400
+        assert answer.json()["error"]["code"] == "VALIDATION_ERROR"
