@@ -14,6 +14,7 @@ from core.health import ReadinessChecks
 from core.jobs import service as jobs_service
 from core.jobs.sweep import JobSweep
 from core.services import Services
+from core.sessions import service as sessions_service
 from core.uploads import service as uploads_service
 from gateway import files, health
 from gateway.account.router import router as account_router
@@ -36,9 +37,10 @@ log = logging.getLogger(__name__)
 
 def _maintain(sweep: JobSweep, services: Services) -> None:
     """One pass of the periodic housekeeping: publish what needs publishing, drop old
-    idempotency keys and the staged bytes of abandoned uploads."""
+    idempotency keys, expired dashboard sessions and the staged bytes of abandoned uploads."""
     sweep.run()
     jobs_service.purge_idempotency_records(services.db)
+    sessions_service.purge_expired(services.db)
     uploads_service.purge_abandoned(services)
 
 

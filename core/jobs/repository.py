@@ -249,7 +249,6 @@ JOB_VIEW_BY_ID = select(
     Job.type,
     Job.queue,
     Job.status,
-    Job.progress,
     Job.created_at,
     Job.result,
     Job.error,

@@ -39,6 +39,8 @@ class SignedIn:
     plan_id: str
     is_admin: bool
     csrf_token: str
+    # The expiry was pushed forward by this request: the cookie's should follow.
+    extended: bool = False
 
 
 def _hash(token: str) -> str:
@@ -73,13 +75,14 @@ def resume(db: Database, token: str | None, now: datetime | None = None) -> Sign
     if found is None:
         return None
     row, account = found
-    if now - row.last_seen_at > EXTEND_INTERVAL:
+    extended = now - row.last_seen_at > EXTEND_INTERVAL
+    if extended:
         with db.write() as session:
             repository.extend(session, row.id, now, now + LIFETIME)
-    return _signed_in(row, account)
+    return _signed_in(row, account, extended)
 
 
-def _signed_in(row: DashboardSession, account: Account) -> SignedIn:
+def _signed_in(row: DashboardSession, account: Account, extended: bool) -> SignedIn:
     return SignedIn(
         session_id=row.id,
         account_id=account.id,
@@ -87,6 +90,7 @@ def _signed_in(row: DashboardSession, account: Account) -> SignedIn:
         plan_id=account.plan_id,
         is_admin=account.is_admin,
         csrf_token=row.csrf_token,
+        extended=extended,
     )
 
 

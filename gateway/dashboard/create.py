@@ -112,11 +112,12 @@ def image_choices(page: Page, gallery: Gallery) -> list[Choice]:
         for image in card.images
     ]
     uploads, _ = uploads_service.list_page(page.services, account_id, None, 24)
+    thumbnail_urls = gallery.thumbnail_urls([media.id for media in uploads])
     choices += [
         Choice(
             media.id,
             f"Upload from {media.created_at:%Y-%m-%d %H:%M}",
-            f"{PREFIX}/media/{media.id}/thumbnail",
+            thumbnail_urls[media.id],
             False,
         )
         for media in uploads

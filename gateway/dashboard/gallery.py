@@ -20,6 +20,7 @@ from core.services import Services
 from core.tables import Job
 from core.thumbnails import service as thumbnails
 from gateway.dashboard.web import PREFIX
+from gateway.jobs.presenter import progress_of
 from gateway.signing import UrlSigner
 
 TYPE_LABELS = {
@@ -89,9 +90,21 @@ class Gallery:
         self.services = services
         self.signer = signer
 
+    def thumbnail_urls(self, media_ids: Sequence[str]) -> dict[str, str]:
+        """Each image's thumbnail URL: signed where it is made already (one query for all),
+        else the address that makes it on its first request."""
+        made = thumbnails.stored_keys(self.services, media_ids)
+        return {
+            media_id: (
+                self.signer.url(made[media_id])
+                if media_id in made
+                else f"{PREFIX}/media/{media_id}/thumbnail"
+            )
+            for media_id in media_ids
+        }
+
     def cards(self, jobs: Sequence[Job]) -> list[JobCard]:
-        """The cards of a page of jobs: one query finds the thumbnails already made; the rest
-        are made on their first request (`/dashboard/media/{id}/thumbnail`)."""
+        """The cards of a page of jobs, with their images' thumbnails."""
         results = {
             job.id: result_of(job.type, job.result)
             for job in jobs
@@ -103,7 +116,7 @@ class Gallery:
             if isinstance(result, ImagesResult)
             for image in result.images
         ]
-        made = thumbnails.stored_keys(self.services, image_ids)
+        thumbnail_urls = self.thumbnail_urls(image_ids)
         cards = []
         for job in jobs:
             card = JobCard(
@@ -112,7 +125,7 @@ class Gallery:
                 type_label=TYPE_LABELS.get(job.type, job.type),
                 operation_label=OPERATION_LABELS.get(job.operation, job.operation),
                 status=job.status,
-                progress=1.0 if job.status == JobStatus.COMPLETED else job.progress or 0.0,
+                progress=progress_of(job),
                 prompt=_prompt(job.inputs),
                 created_at=job.created_at,
                 credits=job.credits_reserved,
@@ -124,11 +137,7 @@ class Gallery:
                 card.images = [
                     ImageView(
                         id=image.id,
-                        thumbnail_url=(
-                            self.signer.url(made[image.id])
-                            if image.id in made
-                            else f"{PREFIX}/media/{image.id}/thumbnail"
-                        ),
+                        thumbnail_url=thumbnail_urls[image.id],
                         url=self.signer.url(image.key),
                         width=image.width,
                         height=image.height,

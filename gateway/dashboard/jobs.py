@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Query, Response
-from fastapi.responses import JSONResponse, RedirectResponse
+from fastapi import APIRouter, Header, Query, Response
+from fastapi.responses import JSONResponse, RedirectResponse, StreamingResponse
 
 from core.jobs import service as jobs_service
 from core.jobs.contract import JobType
@@ -20,12 +20,16 @@ from gateway.dashboard.web import (
     error_page,
     see_other,
 )
+from gateway.jobs.events import JobEventStream, is_repeat_of_terminal
+from gateway.jobs.presenter import JobPresenter, progress_of
+from gateway.jobs.reads import JobReads
 from gateway.signing import UrlSigner
 
 router = APIRouter(route_class=DashboardRoute)
 PAGE_SIZE = 24
+ALL_TYPES = tuple(JobType)
 TYPE_FILTERS = {
-    "": tuple(JobType),
+    "": ALL_TYPES,
     "image": (JobType.IMAGE_GENERATE, JobType.IMAGE_EDIT),
     "video": (JobType.VIDEO_GENERATE,),
     "style": (JobType.STYLE_EXTRACT,),
@@ -93,15 +97,48 @@ def job_card(page: PageDep, job_id: str, detail: bool = False) -> Response:
     return page.render("_card.html", card=gallery_for(page).cards([job])[0], detail=detail)
 
 
-@router.get("/jobs/{job_id}/progress")
-def job_progress(page: PageDep, job_id: str) -> Response:
-    """Status and progress (0..1) read through the API's own job read; polled by the page."""
-    job = jobs_service.view_owned(page.services.db, page.user.account_id, job_id)
+def _reads(page: Page) -> JobReads:
+    services = page.services
+    return JobReads(services.db, services.events, services.settings.wait_seconds)
+
+
+@router.get("/jobs/{job_id}/events")
+async def job_events(
+    page: PageDep,
+    job_id: str,
+    last_event_id: Annotated[str | None, Header(alias="Last-Event-ID", max_length=64)] = None,
+) -> Response:
+    """The job as Server-Sent Events, the API's own stream (`GET /v1/jobs/{id}/events`) for
+    the signed-in account: what the progress bars listen to."""
+    reads = _reads(page)
+    job = await reads.read(page.user.account_id, job_id, ALL_TYPES, wait=False)
     if job is None:
         return JSONResponse({"error": "not found"}, status_code=404)
-    progress = 1.0 if job.status == "completed" else float(job.progress or 0.0)
+    if is_repeat_of_terminal(job, last_event_id):
+        return Response(status_code=204)
+    stream = JobEventStream(
+        reads,
+        JobPresenter(signer_for(page)),
+        page.services.settings.events_heartbeat_seconds,
+        page.runtime.closing,
+    )
+    return StreamingResponse(
+        stream.events(page.user.account_id, job_id, ALL_TYPES, last_event_id),
+        media_type="text/event-stream",
+        headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
+    )
+
+
+@router.get("/jobs/{job_id}/progress")
+async def job_progress(page: PageDep, job_id: str) -> Response:
+    """Status and progress as one JSON read, for a browser whose event stream does not get
+    through (a proxy that buffers): the page polls this instead."""
+    job = await _reads(page).read(page.user.account_id, job_id, ALL_TYPES, wait=False)
+    if job is None:
+        return JSONResponse({"error": "not found"}, status_code=404)
     return JSONResponse(
-        {"status": job.status, "progress": progress}, headers={"Cache-Control": "no-store"}
+        {"status": job.status, "progress": progress_of(job)},
+        headers={"Cache-Control": "no-store"},
     )
 
 

@@ -14,6 +14,7 @@ from starlette.datastructures import UploadFile
 
 from core.errors import DomainError
 from core.uploads import service as uploads_service
+from gateway.dashboard.jobs import gallery_for
 from gateway.dashboard.web import PREFIX, DashboardRoute, Page, PageDep, PostedDep, see_other
 from gateway.errors import validation_details
 from gateway.uploads.schemas import PresignRequest
@@ -27,11 +28,12 @@ def _uploads_page(page: Page, status: int = 200, **context: Any) -> Response:
     media, next_cursor = uploads_service.list_page(
         page.services, page.user.account_id, cursor, PAGE_SIZE
     )
+    thumbnail_urls = gallery_for(page).thumbnail_urls([row.id for row in media])
     return page.render(
         "uploads.html",
         status,
         nav="uploads",
-        uploads=media,
+        uploads=[(row, thumbnail_urls[row.id]) for row in media],
         next_cursor=next_cursor,
         max_bytes=page.services.settings.max_image_bytes,
         **context,

@@ -14,7 +14,7 @@ from core.credits import service as credits
 from gateway.dashboard.web import DashboardRoute, PageDep
 
 router = APIRouter(route_class=DashboardRoute)
-CHART_WIDTH = 600
+CHART_WIDTH = 960
 CHART_HEIGHT = 160
 PAGE_SIZE = 50
 

@@ -150,6 +150,8 @@ async def _signed_in(request: Request) -> SignedIn:
     user = await anyio.to_thread.run_sync(sessions.resume, db, token)
     if user is None:
         raise SignInRequired()
+    if user.extended:
+        request.state.renewed_session = token
     return user
 
 
@@ -191,7 +193,12 @@ class DashboardRoute(APIRoute):
 
         async def guarded(request: Request) -> Response:
             try:
-                return await handler(request)
+                response = await handler(request)
+                renewed = getattr(request.state, "renewed_session", None)
+                if renewed and SESSION_COOKIE not in response.headers.get("set-cookie", ""):
+                    # The rolling expiry: the cookie lives a week from now, as the row does.
+                    set_session_cookie(request, response, renewed)
+                return response
             except SignInRequired:
                 if request.method == "GET":
                     target = request.url.path + (

@@ -103,5 +103,11 @@ def screenshot(page: Page, name: str) -> Path:
     """A full-page screenshot kept as a test artifact (tests/dashboard/artifacts/)."""
     ARTIFACTS.mkdir(exist_ok=True)
     path = ARTIFACTS / f"{name}.png"
+    # The images in view loaded (a thumbnail's first request makes it).
+    page.wait_for_function(
+        "() => [...document.images]"
+        ".filter(i => i.getBoundingClientRect().top < innerHeight)"
+        ".every(i => i.complete)"
+    )
     page.screenshot(path=str(path), full_page=True)
     return path

@@ -193,8 +193,13 @@ def test_extract_a_style_from_a_local_site_and_see_its_swatches(
     expect(page.get_by_role("heading", name="Typography")).to_be_visible()
     screenshot(page, "style")
     page.get_by_label("Search the folder").fill("logo")
+    # The first search of a process loads the sentence model in the gateway.
+    page.set_default_navigation_timeout(120_000)
     page.get_by_role("button", name="Search").click()
     expect(page.get_by_role("heading", name=re.compile("Results for"))).to_be_visible()
+    hits = page.locator(".similarity")
+    expect(hits.first).to_contain_text("similarity")
+    screenshot(page, "style-search")
     page.get_by_role("link", name="Styles", exact=True).click()
     expect(page.locator(".style-list li")).to_have_count(1)
     screenshot(page, "styles")
@@ -244,7 +249,8 @@ def test_a_screenshot_of_every_page(
     page.goto(f"{dash.url}/dashboard/sign-in")
     screenshot(page, "sign-in")
     sign_in(page, dash.url, who)
-    page.wait_for_timeout(300)
+    # The gallery as it looks once its jobs are done (their cards swapped in live).
+    expect(page.locator(".job-card[data-live]")).to_have_count(0, timeout=60_000)
     for path in ("jobs", "create", "styles", "uploads", "keys", "usage", "admin", "account"):
         page.goto(f"{dash.url}/dashboard/{path}")
         expect(page.locator("h1")).to_be_visible()

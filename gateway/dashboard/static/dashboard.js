@@ -28,38 +28,56 @@
     form.querySelectorAll("button[type=submit]").forEach((b) => b.setAttribute("aria-busy", "true"));
   });
 
-  // Live progress: every card of a job in flight polls its progress and, when the job ends,
-  // swaps in its finished card.
+  // Live progress: every card of a job in flight listens to the job's event stream (the API's
+  // Server-Sent Events) and, when the job ends, swaps in its finished card. Where the stream
+  // does not get through, it polls the job's progress instead.
   function watch(card) {
     const id = card.dataset.jobId;
     const detail = card.hasAttribute("data-detail");
     const bar = card.querySelector("[data-progress]");
     const label = card.querySelector("[data-percent]");
-    let delay = 400;
+    let ended = false;
+    function show(job) {
+      const percent = Math.round(job.progress * 100);
+      if (bar) { bar.value = percent; bar.textContent = `${percent}%`; }
+      if (label) label.textContent = `${percent}%`;
+      if ((job.status === "completed" || job.status === "failed") && !ended) {
+        ended = true;
+        finish();
+      }
+    }
+    async function finish() {
+      const fresh = await fetch(`${prefix}/jobs/${id}/card?detail=${detail}`, { credentials: "same-origin" });
+      if (!fresh.ok) return;
+      const holder = document.createElement("div");
+      holder.innerHTML = await fresh.text();
+      const replacement = holder.querySelector(".job-card");
+      if (replacement) card.replaceWith(replacement);
+    }
+    let delay = 500;
     async function poll() {
       try {
         const response = await fetch(`${prefix}/jobs/${id}/progress`, { credentials: "same-origin" });
-        if (response.ok) {
-          const job = await response.json();
-          const percent = Math.round(job.progress * 100);
-          if (bar) { bar.value = percent; bar.textContent = `${percent}%`; }
-          if (label) label.textContent = `${percent}%`;
-          if (job.status === "completed" || job.status === "failed") {
-            const fresh = await fetch(`${prefix}/jobs/${id}/card?detail=${detail}`, { credentials: "same-origin" });
-            if (fresh.ok) {
-              const holder = document.createElement("div");
-              holder.innerHTML = await fresh.text();
-              const replacement = holder.querySelector(".job-card");
-              if (replacement) card.replaceWith(replacement);
-            }
-            return;
-          }
-        }
+        if (response.ok) show(await response.json());
       } catch { /* the network blinked: try again */ }
+      if (ended) return;
       delay = Math.min(delay * 1.2, 3000);
       setTimeout(poll, delay);
     }
-    setTimeout(poll, delay);
+    if (!window.EventSource) { setTimeout(poll, delay); return; }
+    const stream = new EventSource(`${prefix}/jobs/${id}/events`);
+    let heard = false;
+    stream.onmessage = (message) => {
+      heard = true;
+      show(JSON.parse(message.data).data);
+      if (ended) stream.close();
+    };
+    stream.onerror = () => {
+      if (ended) return;
+      // Never heard from: the stream does not get through here, so poll. Otherwise the
+      // browser reconnects by itself (with Last-Event-ID).
+      if (!heard) { stream.close(); setTimeout(poll, delay); }
+    };
   }
   document.querySelectorAll(".job-card[data-live]").forEach(watch);
 
