@@ -103,8 +103,9 @@ class Gallery:
             for media_id in media_ids
         }
 
-    def cards(self, jobs: Sequence[Job]) -> list[JobCard]:
-        """The cards of a page of jobs, with their images' thumbnails."""
+    def cards(self, jobs: Sequence[Job], originals: bool = False) -> list[JobCard]:
+        """The cards of a page of jobs, with their images' thumbnails; with `originals` also
+        the full-size images' URLs (a job's own page: open and download)."""
         results = {
             job.id: result_of(job.type, job.result)
             for job in jobs
@@ -138,7 +139,7 @@ class Gallery:
                     ImageView(
                         id=image.id,
                         thumbnail_url=thumbnail_urls[image.id],
-                        url=self.signer.url(image.key),
+                        url=self.signer.url(image.key) if originals else "",
                         width=image.width,
                         height=image.height,
                     )

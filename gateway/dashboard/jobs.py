@@ -85,7 +85,8 @@ def job_page(page: PageDep, job_id: str) -> Response:
     job = jobs_service.get_owned(page.services.db, page.user.account_id, job_id)
     if job is None:
         return _not_found(page)
-    return page.render("job.html", nav="jobs", card=gallery_for(page).cards([job])[0])
+    card = gallery_for(page).cards([job], originals=True)[0]
+    return page.render("job.html", nav="jobs", card=card)
 
 
 @router.get("/jobs/{job_id}/card")
@@ -94,7 +95,8 @@ def job_card(page: PageDep, job_id: str, detail: bool = False) -> Response:
     job = jobs_service.get_owned(page.services.db, page.user.account_id, job_id)
     if job is None:
         return _not_found(page)
-    return page.render("_card.html", card=gallery_for(page).cards([job])[0], detail=detail)
+    card = gallery_for(page).cards([job], originals=detail)[0]
+    return page.render("_card.html", card=card, detail=detail)
 
 
 def _reads(page: Page) -> JobReads:

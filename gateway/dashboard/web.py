@@ -39,6 +39,9 @@ def _when(moment: datetime | None) -> str:
 
 
 TEMPLATES.env.filters["when"] = _when
+# Templates ship with the package: never re-check their files on disk (an include per card
+# would stat the file once per card).
+TEMPLATES.env.auto_reload = False
 
 
 class SignInRequired(Exception):
