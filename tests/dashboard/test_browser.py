@@ -201,7 +201,7 @@ def test_extract_a_style_from_a_local_site_and_see_its_swatches(
     expect(hits.first).to_contain_text("similarity")
     screenshot(page, "style-search")
     page.get_by_role("link", name="Styles", exact=True).click()
-    expect(page.locator(".style-list li")).to_have_count(1)
+    expect(page.locator(".style-list > li")).to_have_count(1)
     screenshot(page, "styles")
 
 

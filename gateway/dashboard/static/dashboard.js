@@ -27,6 +27,12 @@
     form.dataset.sent = "1";
     form.querySelectorAll("button[type=submit]").forEach((b) => b.setAttribute("aria-busy", "true"));
   });
+  // Back to a page kept in the browser's cache: its forms may be sent again (a form sent twice
+  // with its one token still lands on the one job it made).
+  window.addEventListener("pageshow", (event) => {
+    if (!event.persisted) return;
+    document.querySelectorAll("form[data-sent]").forEach((form) => { delete form.dataset.sent; });
+  });
 
   // Live progress: every card of a job in flight listens to the job's event stream (the API's
   // Server-Sent Events) and, when the job ends, swaps in its finished card. Where the stream
