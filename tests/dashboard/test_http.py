@@ -4,15 +4,18 @@ unknown email, and the dashboard stays out of the OpenAPI document."""
 
 from __future__ import annotations
 
+import io
 import re
 import time
 from collections.abc import Callable, Iterator
 
 import httpx
 import pytest
+from PIL import Image
 
 from core.accounts import service as accounts
 from core.tables import ApiKey, Job
+from core.uploads import service as uploads_service
 from tests.dashboard.conftest import Person
 from tests.support.service import Service
 
@@ -258,3 +261,34 @@ def test_admin_pages_are_for_admins_only(
         "/admin/plan", data={"csrf_token": csrf_of(client), "email": other.email, "plan": "free"}
     )
     assert accounts.find_account(dash.services.db, other.email).plan_id == "free"
+
+
+def test_the_upload_form_works_without_javascript(
+    dash: Service, signed_in: tuple[httpx.Client, Person]
+) -> None:
+    client, who = signed_in
+    account_id = accounts.find_account(dash.services.db, who.email).id
+    buffer = io.BytesIO()
+    Image.new("RGB", (40, 30), (10, 200, 30)).save(buffer, "PNG")
+    csrf = csrf_of(client, "/uploads")
+    sent = client.post(
+        "/uploads",
+        data={"csrf_token": csrf},
+        files={"file": ("green.png", buffer.getvalue(), "image/png")},
+    )
+    assert sent.status_code == 303
+    assert sent.headers["location"] == "/dashboard/uploads?done=uploaded"
+    listed, _ = uploads_service.list_page(dash.services, account_id, None, 10)
+    assert [(media.width, media.height) for media in listed] == [(40, 30)]
+    refused = client.post(
+        "/uploads",
+        data={"csrf_token": csrf},
+        files={"file": ("notes.png", b"not an image at all", "image/png")},
+    )
+    assert refused.status_code == 400 and "Not uploaded" in refused.text
+    # The browser's own steps need the CSRF header too.
+    presign = client.post(
+        "/uploads/presign", json={"filename": "a.png", "contentType": "image/png"}
+    )
+    assert presign.status_code == 403
+    assert len(uploads_service.list_page(dash.services, account_id, None, 10)[0]) == 1
