@@ -60,6 +60,49 @@ REQUEST_EXAMPLES: dict[str, dict[str, Any]] = {
 }
 
 
+JOB_ID = {"id": "$response.body#/data/id"}
+JOB_LINKS = {
+    "GetJob": {"operationId": "getJob", "parameters": JOB_ID},
+    "CancelJob": {"operationId": "cancelJob", "parameters": JOB_ID},
+    "StreamJobEvents": {"operationId": "streamJobEvents", "parameters": JOB_ID},
+}
+# Where an answer leads (OpenAPI links, followed by stateful tests and some generators).
+LINKS: dict[str, dict[str, Any]] = {
+    **{
+        create: {
+            "202": {
+                **JOB_LINKS,
+                "GetImageJob": {"operationId": "getImageJob", "parameters": JOB_ID},
+            }
+        }
+        for create in ("generateImage", "editImage", "resizeImage", "upscaleImage")
+    },
+    **{
+        create: {
+            "202": {
+                **JOB_LINKS,
+                "GetVideoJob": {"operationId": "getVideoJob", "parameters": JOB_ID},
+            }
+        }
+        for create in ("imageToVideo", "framesToVideo")
+    },
+    "extractStyle": {
+        "202": {
+            **JOB_LINKS,
+            "GetStyleExtraction": {"operationId": "getStyleExtraction", "parameters": JOB_ID},
+        }
+    },
+    "createUpload": {
+        "200": {
+            "CompleteUpload": {
+                "operationId": "completeUpload",
+                "parameters": {"uploadId": "$response.body#/data/uploadId"},
+            }
+        }
+    },
+}
+
+
 def operation_id(route: APIRoute) -> str:
     """`generate_image` -> `generateImage`: every route function is named for what it does."""
     first, *rest = route.name.split("_")
@@ -85,6 +128,8 @@ def _tune_operation(path: str, operation: dict[str, Any]) -> None:
         if example is not None:
             body["content"]["application/json"]["example"] = example
     operation.setdefault("description", operation.get("summary", ""))
+    for status, links in LINKS.get(operation["operationId"], {}).items():
+        responses[status]["links"] = links
 
 
 def install_openapi(app: FastAPI) -> None:
