@@ -62,6 +62,8 @@ class RateLimits(_Strict):
     style: str
     upload: str
     default: str
+    # The dashboard's sign-in, per email and per client address.
+    signin: str = "10/minute"
 
     @field_validator("*")
     @classmethod

@@ -7,6 +7,7 @@ a broker URL and a storage URL. Defaults give the embedded mode under the data d
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Literal
 from urllib.parse import urlsplit
 
 from pydantic import Field, field_validator
@@ -88,6 +89,11 @@ class Settings(BaseSettings):
     chromium: str = ""
     style_render_seconds: float = Field(default=20.0, gt=0)
     style_render_memory_mb: int = Field(default=512, ge=64)
+    # The dashboard's session cookie is `Secure` when the browser came over https ("auto"), or
+    # always, or never. Behind a proxy that ends TLS, trust its X-Forwarded-Proto (and, for the
+    # sign-in limit per address, X-Forwarded-For) with `trust_forwarded_headers`.
+    cookie_secure: Literal["auto", "always", "never"] = "auto"
+    trust_forwarded_headers: bool = False
 
     @field_validator("public_url", "files_url")
     @classmethod

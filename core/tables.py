@@ -91,6 +91,9 @@ class Account(Base):
     # Kept beside the ledger and changed only in the same transaction as a ledger row.
     credit_balance: Mapped[int] = mapped_column(Integer, default=0)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    # The dashboard's sign-in: an argon2 hash (None: no password set, no sign-in).
+    password_hash: Mapped[str | None] = mapped_column(String(255), nullable=True)
+    is_admin: Mapped[bool] = mapped_column(Boolean, default=False)
 
 
 class ApiKey(Base):
@@ -106,6 +109,38 @@ class ApiKey(Base):
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     last_used_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
     expires_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
+    # "api": a key its owner holds. "dashboard": the account's one key that jobs created in the
+    # dashboard are made with (for idempotency and rate limits); its secret is never kept, so no
+    # request can present it, and key listings leave it out.
+    purpose: Mapped[str] = mapped_column(String(16), default="api")
+
+
+class DashboardSession(Base):
+    """A signed-in browser: the cookie carries a secret whose hash is kept here."""
+
+    __tablename__ = "dashboard_sessions"
+
+    id: Mapped[str] = mapped_column(String(36), primary_key=True, default=new_id)
+    account_id: Mapped[str] = mapped_column(ForeignKey("accounts.id"), index=True)
+    token_hash: Mapped[str] = mapped_column(String(64), unique=True)
+    # Sent back in every state-changing form and compared with this one.
+    csrf_token: Mapped[str] = mapped_column(String(64))
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    last_seen_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    # Rolling: pushed forward as the session is used.
+    expires_at: Mapped[datetime] = mapped_column(UTCDateTime, index=True)
+
+
+class Thumbnail(Base):
+    """A small rendition of an image, made once from the media row and stored beside it."""
+
+    __tablename__ = "thumbnails"
+
+    media_id: Mapped[str] = mapped_column(ForeignKey("media.id"), primary_key=True)
+    storage_key: Mapped[str] = mapped_column(String(512))
+    width: Mapped[int] = mapped_column(Integer)
+    height: Mapped[int] = mapped_column(Integer)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
 
 
 class Job(Base):

@@ -16,9 +16,11 @@ from core.health import ReadinessChecks
 from core.jobs import service as jobs_service
 from core.jobs.sweep import JobSweep
 from core.services import Services
+from core.sessions import service as sessions_service
 from core.uploads import service as uploads_service
 from gateway import files, health
 from gateway.account.router import router as account_router
+from gateway.dashboard.router import install_dashboard
 from gateway.dependencies import single_query_values
 from gateway.docs import install_docs
 from gateway.errors import install_error_handlers
@@ -49,9 +51,11 @@ CORS_EXPOSED_HEADERS = [
 
 def _maintain(sweep: JobSweep, services: Services) -> None:
     """One pass of the periodic housekeeping: publish what needs publishing, drop old
-    idempotency keys and the staged bytes of abandoned uploads and of completed ones."""
+    idempotency keys, expired dashboard sessions and the staged bytes of abandoned uploads and of
+    completed ones."""
     sweep.run()
     jobs_service.purge_idempotency_records(services.db)
+    sessions_service.purge_expired(services.db)
     uploads_service.purge_abandoned(services)
     uploads_service.purge_completed_staging(services)
 
@@ -116,6 +120,7 @@ def create_app(gateway: Gateway) -> FastAPI:
         app.include_router(router, prefix="/v1", dependencies=[Depends(single_query_values)])
     app.include_router(files.router)
     app.include_router(health.router)
+    install_dashboard(app)
     app.state.readiness = ReadinessChecks(gateway.services)
     app.state.readiness_extra = {"sentenceModel": SENTENCE_MODEL.check}
     install_error_handlers(app)

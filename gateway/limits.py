@@ -98,7 +98,7 @@ class RateLimiter:
     ) -> None:
         self.items: dict[str, RateLimitItem] = {
             bucket: parse(getattr(rates, bucket))
-            for bucket in ("image", "video", "style", "upload", "default")
+            for bucket in ("image", "video", "style", "upload", "default", "signin")
         }
         in_process = storage_uri.startswith("memory://")
         self.storage: Counts = (

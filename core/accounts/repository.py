@@ -76,9 +76,32 @@ def add_key(
 
 
 def keys_of(session: Session, account_id: str) -> Sequence[ApiKey]:
+    """The keys the account holds (never the dashboard's own key)."""
     return session.scalars(
-        select(ApiKey).where(ApiKey.account_id == account_id).order_by(ApiKey.created_at)
+        select(ApiKey)
+        .where(ApiKey.account_id == account_id, ApiKey.purpose == "api")
+        .order_by(ApiKey.created_at)
     ).all()
+
+
+def dashboard_key(session: Session, account_id: str) -> ApiKey | None:
+    return session.scalars(
+        select(ApiKey).where(ApiKey.account_id == account_id, ApiKey.purpose == "dashboard")
+    ).first()
+
+
+def add_dashboard_key(session: Session, account_id: str, key_hash: str) -> ApiKey:
+    key = ApiKey(
+        account_id=account_id,
+        name="dashboard",
+        prefix="",
+        key_hash=key_hash,
+        expires_at=None,
+        purpose="dashboard",
+    )
+    session.add(key)
+    session.flush()
+    return key
 
 
 def get_key(session: Session, key_id: str) -> ApiKey | None:
@@ -97,7 +120,7 @@ CALLER_BY_KEY_HASH = (
         Account.plan_id,
     )
     .join(Account, Account.id == ApiKey.account_id)
-    .where(ApiKey.key_hash == bindparam("key_hash"))
+    .where(ApiKey.key_hash == bindparam("key_hash"), ApiKey.purpose == "api")
 )
 
 

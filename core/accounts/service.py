@@ -7,6 +7,8 @@ import secrets
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
+from argon2 import PasswordHasher
+from argon2.exceptions import InvalidHashError, VerificationError
 from sqlalchemy.orm import Session
 
 from core.accounts import repository
@@ -18,12 +20,19 @@ from core.credits import service as credits
 from core.db import Database
 from core.errors import DomainError
 from core.events import JobEvents
+from core.sessions import repository as sessions_repository
 from core.tables import Account, ApiKey, CreditEntry, Plan
 
 KEY_PREFIX = "sfm_"
 KEY_STATES = ("active", "deactivated", "revoked")
 # last_used_at is a convenience, not an audit trail: write it at most once a minute per key.
 TOUCH_INTERVAL = timedelta(seconds=60)
+MIN_PASSWORD_LENGTH = 10
+MAX_PASSWORD_LENGTH = 1024
+PASSWORDS = PasswordHasher()
+# Verified against when the email is unknown, so an unknown email costs what a wrong password
+# costs and the answer's timing does not tell them apart.
+_UNKNOWN_ACCOUNT_HASH = PASSWORDS.hash(secrets.token_urlsafe(16))
 
 
 class AccountError(DomainError):
@@ -76,6 +85,11 @@ def _check_plan(session: Session, plan_id: str) -> None:
     known = repository.plan_ids(session)
     if plan_id not in known:
         raise AccountError(f"unknown plan {plan_id!r} (one of {', '.join(known)})")
+
+
+def plan_of(db: Database, plan_id: str) -> Plan | None:
+    with db.read() as session:
+        return repository.get_plan(session, plan_id)
 
 
 def set_plan(db: Database, events: JobEvents, email: str, plan_id: str) -> Account:
@@ -171,21 +185,40 @@ def create_key(db: Database, email: str, name: str, expires_in_days: int | None)
     return NewKey(key=key, plaintext=plaintext)
 
 
+def rename_key(db: Database, key_id: str, name: str, owner_id: str | None = None) -> ApiKey:
+    if not name.strip():
+        raise AccountError("a key needs a name")
+    with db.write() as session:
+        key = _owned_key(session, key_id, owner_id)
+        key.name = name.strip()
+        return key
+
+
+def _owned_key(session: Session, key_id: str, owner_id: str | None) -> ApiKey:
+    """The key, which must belong to `owner_id` when one is given (the dashboard's caller);
+    the CLI, run by the operator, names any key."""
+    key = repository.get_key(session, key_id)
+    if key is None or key.purpose != "api" or (owner_id is not None and key.account_id != owner_id):
+        raise AccountError(f"no key {key_id}")
+    return key
+
+
 def list_keys(db: Database, email: str) -> list[ApiKey]:
     account = find_account(db, email)
     with db.read() as session:
         return list(repository.keys_of(session, account.id))
 
 
-def set_key_state(db: Database, events: JobEvents, key_id: str, state: str) -> ApiKey:
+def set_key_state(
+    db: Database, events: JobEvents, key_id: str, state: str, owner_id: str | None = None
+) -> ApiKey:
     """The key in its new state, refused or accepted again by every gateway from the next
-    request on: the credential event after the commit clears their cached callers."""
+    request on: the credential event after the commit clears their cached callers. With
+    `owner_id`, only that account's key (the dashboard's way)."""
     if state not in KEY_STATES:
         raise AccountError(f"unknown key state {state!r}")
     with db.write() as session:
-        key = repository.get_key(session, key_id)
-        if key is None:
-            raise AccountError(f"no key {key_id}")
+        key = _owned_key(session, key_id, owner_id)
         if key.state == "revoked" and state != "revoked":
             raise AccountError("a revoked key stays revoked")
         key.state = state
@@ -261,3 +294,80 @@ def authenticate(db: Database, plaintext: str | None, now: datetime | None = Non
     if identified.use_unrecorded:
         record_use(db, identified.caller.api_key_id, now)
     return identified.caller
+
+
+def set_password(db: Database, email: str, password: str) -> Account:
+    """Set the account's dashboard password (argon2); every session of the account ends."""
+    if len(password) < MIN_PASSWORD_LENGTH:
+        raise AccountError(f"a password needs at least {MIN_PASSWORD_LENGTH} characters")
+    if len(password) > MAX_PASSWORD_LENGTH:
+        raise AccountError(f"a password has at most {MAX_PASSWORD_LENGTH} characters")
+    password_hash = PASSWORDS.hash(password)
+    with db.write() as session:
+        account = repository.account_by_email(session, email.strip().lower())
+        if account is None:
+            raise AccountError(f"no account for {email}")
+        account.password_hash = password_hash
+        sessions_repository.remove_all_of(session, account.id)
+        return account
+
+
+def change_password(db: Database, account_id: str, current: str, new: str) -> Account:
+    """The signed-in person's own change: the current password first."""
+    with db.read() as session:
+        account = repository.get_account(session, account_id)
+    if account is None or not _password_matches(account.password_hash, current):
+        raise AccountError("the current password is not right")
+    return set_password(db, account.email, new)
+
+
+def set_admin(db: Database, email: str, admin: bool = True) -> Account:
+    with db.write() as session:
+        account = repository.account_by_email(session, email.strip().lower())
+        if account is None:
+            raise AccountError(f"no account for {email}")
+        account.is_admin = admin
+        return account
+
+
+def check_password(db: Database, email: str, password: str) -> Account | None:
+    """The account whose email and password these are, or None, taking as long either way."""
+    if len(password) > MAX_PASSWORD_LENGTH:
+        return None
+    with db.read() as session:
+        account = repository.account_by_email(session, email.strip().lower())
+    stored = account.password_hash if account is not None else None
+    if not _password_matches(stored, password) or account is None:
+        return None
+    if PASSWORDS.check_needs_rehash(stored or ""):
+        with db.write() as session:
+            fresh = repository.get_account(session, account.id)
+            if fresh is not None:
+                fresh.password_hash = PASSWORDS.hash(password)
+    return account
+
+
+def _password_matches(stored: str | None, password: str) -> bool:
+    try:
+        return PASSWORDS.verify(stored or _UNKNOWN_ACCOUNT_HASH, password) and stored is not None
+    except (VerificationError, InvalidHashError):
+        return False
+
+
+def dashboard_caller(db: Database, account_id: str) -> Caller:
+    """The caller that the account's jobs created in the dashboard act as: its dashboard key
+    (made on first use), so idempotency and rate limits work as for any key."""
+    with db.read() as session:
+        account = repository.get_account(session, account_id)
+        key = repository.dashboard_key(session, account_id)
+    if account is None:
+        raise AccountError("no such account")
+    if key is None:
+        with db.write() as session:
+            repository.lock_account(session, account_id)
+            key = repository.dashboard_key(session, account_id) or repository.add_dashboard_key(
+                session, account_id, hash_key(secrets.token_urlsafe(32))
+            )
+    return Caller(
+        account_id=account.id, api_key_id=key.id, email=account.email, plan_id=account.plan_id
+    )

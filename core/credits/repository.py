@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import datetime
 
-from sqlalchemy import select, update
+from sqlalchemy import and_, or_, select, update
 from sqlalchemy.orm import Session
 
 from core.tables import Account, CreditEntry
@@ -62,3 +63,36 @@ def entries_of(session: Session, account_id: str) -> Sequence[CreditEntry]:
         .where(CreditEntry.account_id == account_id)
         .order_by(CreditEntry.created_at, CreditEntry.id)
     ).all()
+
+
+def entries_page(
+    session: Session, account_id: str, after: tuple[datetime, str] | None, limit: int
+) -> Sequence[CreditEntry]:
+    """Newest first, keyset on (created_at, id)."""
+    query = select(CreditEntry).where(CreditEntry.account_id == account_id)
+    if after is not None:
+        created_at, entry_id = after
+        query = query.where(
+            or_(
+                CreditEntry.created_at < created_at,
+                and_(CreditEntry.created_at == created_at, CreditEntry.id < entry_id),
+            )
+        )
+    return session.scalars(
+        query.order_by(CreditEntry.created_at.desc(), CreditEntry.id.desc()).limit(limit)
+    ).all()
+
+
+def spending_since(
+    session: Session, account_id: str, since: datetime
+) -> list[tuple[datetime, int]]:
+    """(time, credits spent) of each reservation and refund since `since`: a reservation spends,
+    a refund gives back."""
+    rows = session.execute(
+        select(CreditEntry.created_at, CreditEntry.amount).where(
+            CreditEntry.account_id == account_id,
+            CreditEntry.kind.in_(("reserve", "refund")),
+            CreditEntry.created_at >= since,
+        )
+    )
+    return [(moment, -amount) for moment, amount in rows]

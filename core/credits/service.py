@@ -6,10 +6,16 @@ job transition that causes it, so a job is charged once however often its task i
 
 from __future__ import annotations
 
+from datetime import date, timedelta
+
 from sqlalchemy.orm import Session
 
+from core.clock import utcnow
 from core.credits import repository
+from core.db import Database
 from core.errors import DomainError
+from core.pagination import decode_cursor, page_of
+from core.tables import CreditEntry
 
 
 class InsufficientCredits(DomainError):
@@ -49,3 +55,30 @@ def refund(session: Session, account_id: str, job_id: str, amount: int, reason: 
 def grant(session: Session, account_id: str, amount: int, reason: str) -> None:
     after = repository.give(session, account_id, amount)
     repository.add_entry(session, account_id, "grant", amount, after, reason=reason)
+
+
+def ledger_page(
+    db: Database, account_id: str, cursor: str | None, limit: int
+) -> tuple[list[CreditEntry], str | None]:
+    """One page of the ledger, newest first, and the next cursor. Raises BadCursor."""
+    after = decode_cursor(cursor) if cursor else None
+    with db.read() as session:
+        return page_of(list(repository.entries_page(session, account_id, after, limit + 1)), limit)
+
+
+def daily_spending(db: Database, account_id: str, days: int = 30) -> list[tuple[date, int]]:
+    """Credits spent on each of the last `days` days (UTC), oldest first, today included."""
+    today = utcnow().date()
+    first = today - timedelta(days=days - 1)
+    totals = {first + timedelta(days=offset): 0 for offset in range(days)}
+    with db.read() as session:
+        movements = repository.spending_since(
+            session,
+            account_id,
+            utcnow().replace(hour=0, minute=0, second=0, microsecond=0) - timedelta(days=days - 1),
+        )
+    for moment, spent in movements:
+        day = moment.date()
+        if day in totals:
+            totals[day] += spent
+    return sorted(totals.items())

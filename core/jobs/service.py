@@ -226,6 +226,13 @@ def view_owned(db: Database, account_id: str, job_id: str) -> Any:
         return repository.view_owned(connection, job_id, account_id)
 
 
+def get_owned(db: Database, account_id: str, job_id: str) -> Job | None:
+    """The whole row of one of the account's jobs (inputs included), or None."""
+    with db.read() as session:
+        job = repository.get(session, job_id)
+    return job if job is not None and job.account_id == account_id else None
+
+
 def list_page(
     db: Database,
     account_id: str,

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime
 
-from sqlalchemy import delete, select, update
+from sqlalchemy import and_, delete, or_, select, update
 from sqlalchemy.orm import Session
 
 from core.tables import Media, Upload
@@ -91,3 +92,21 @@ def mark_staging_purged(session: Session, upload_ids: list[str], moment: datetim
 def delete_owned(session: Session, upload_id: str) -> None:
     """The upload row, completed or not (its media row is the caller's to delete first)."""
     session.execute(delete(Upload).where(Upload.id == upload_id))
+
+
+def media_page(
+    session: Session, account_id: str, after: tuple[datetime, str] | None, limit: int
+) -> Sequence[Media]:
+    """The account's completed uploads, newest first, keyset on (created_at, id)."""
+    query = select(Media).where(Media.account_id == account_id, Media.kind == "upload")
+    if after is not None:
+        created_at, media_id = after
+        query = query.where(
+            or_(
+                Media.created_at < created_at,
+                and_(Media.created_at == created_at, Media.id < media_id),
+            )
+        )
+    return session.scalars(
+        query.order_by(Media.created_at.desc(), Media.id.desc()).limit(limit)
+    ).all()

@@ -15,6 +15,7 @@ from core.clock import utcnow
 from core.errors import DomainError, InvalidInput, NotFound
 from core.ids import new_id
 from core.images import NotAnImage, TooManyPixels, inspect_image
+from core.pagination import decode_cursor, page_of
 from core.services import Services
 from core.storage import StorageError
 from core.tables import Media, Upload
@@ -220,3 +221,13 @@ def delete(services: Services, account_id: str, upload_id: str) -> None:
         keys = [*removal.drop_media(session, stored), upload.staging_key]
         repository.delete_owned(session, upload.id)
     removal.delete_stored(services.storage, keys)
+
+
+def list_page(
+    services: Services, account_id: str, cursor: str | None, limit: int
+) -> tuple[list[Media], str | None]:
+    """The account's completed uploads, newest first, and the next cursor. Raises BadCursor."""
+    after = decode_cursor(cursor) if cursor else None
+    with services.db.read() as session:
+        rows = list(repository.media_page(session, account_id, after, limit + 1))
+    return page_of(rows, limit)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from typing import Annotated
 
 import typer
@@ -80,3 +81,38 @@ def accounts_set_plan(email: str, plan: str) -> None:
     except accounts.AccountError as error:
         fail(str(error))
     typer.echo(f"{account.email}  plan={account.plan_id}")
+
+
+def read_new_password() -> str:
+    """The new password from standard input: asked twice on a terminal, one line when piped."""
+    if sys.stdin.isatty():
+        first = typer.prompt("New password", hide_input=True)
+        if first != typer.prompt("Repeat it", hide_input=True):
+            fail("the two passwords differ")
+        return str(first)
+    return sys.stdin.readline().rstrip("\r\n")
+
+
+@accounts_app.command("set-password")
+def accounts_set_password(email: str) -> None:
+    """Set the account's dashboard password (read from standard input; at least 10
+    characters); every dashboard session of the account ends."""
+    password = read_new_password()
+    try:
+        account = accounts.set_password(open_services().db, email, password)
+    except accounts.AccountError as error:
+        fail(str(error))
+    typer.echo(f"{account.email}  password set")
+
+
+@accounts_app.command("set-admin")
+def accounts_set_admin(
+    email: str,
+    revoke: Annotated[bool, typer.Option("--revoke", help="Take the admin pages away")] = False,
+) -> None:
+    """Let the account use the dashboard's admin pages (accounts, plans, credits)."""
+    try:
+        account = accounts.set_admin(open_services().db, email, not revoke)
+    except accounts.AccountError as error:
+        fail(str(error))
+    typer.echo(f"{account.email}  admin={'yes' if account.is_admin else 'no'}")

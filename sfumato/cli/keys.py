@@ -45,6 +45,16 @@ def keys_list(email: str) -> None:
         )
 
 
+@keys_app.command("rename")
+def keys_rename(key_id: str, name: str) -> None:
+    """Give a key another name."""
+    try:
+        key = accounts.rename_key(open_services().db, key_id, name)
+    except accounts.AccountError as error:
+        fail(str(error))
+    typer.echo(f"{key.id}  {key.name}")
+
+
 def _set_state(key_id: str, state: str) -> None:
     try:
         services = open_services()

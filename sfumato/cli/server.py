@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import secrets
 from typing import Annotated
 
 import typer
@@ -12,6 +13,7 @@ from sfumato.cli.models import models_greeting
 
 DEMO_EMAIL = "demo@sfumato.local"
 DEMO_KEY_FILE = "demo-api-key"
+DEMO_PASSWORD_FILE = "demo-dashboard-password"
 
 
 def migrate() -> None:
@@ -83,6 +85,17 @@ def demo(
         key_file.write_text(key + "\n")
         key_file.chmod(0o600)
     typer.echo(f"Demo API key ({DEMO_EMAIL}, kept in {key_file}):\n\n  {key}\n")
+    password_file = key_file.with_name(DEMO_PASSWORD_FILE)
+    password = password_file.read_text().strip() if password_file.exists() else ""
+    if not password or accounts.check_password(services.db, DEMO_EMAIL, password) is None:
+        password = secrets.token_urlsafe(12)
+        accounts.set_password(services.db, DEMO_EMAIL, password)
+        password_file.write_text(password + "\n")
+        password_file.chmod(0o600)
+    typer.echo(
+        f"Dashboard: {base_url.rstrip('/')}/dashboard\n"
+        f"  email {DEMO_EMAIL}, password {password} (kept in {password_file})\n"
+    )
     typer.echo(models_greeting(services.settings.data_dir) + "\n")
     typer.echo("Try:\n")
     typer.echo(

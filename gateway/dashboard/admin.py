@@ -1,0 +1,71 @@
+"""Admin (accounts marked by `sfumato accounts set-admin`): every account with its plan and
+balance, change a plan, grant credits with a reason; the CLI's own service functions."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Query, Response
+
+from core.accounts import service as accounts
+from gateway.dashboard.web import (
+    PREFIX,
+    DashboardRoute,
+    Page,
+    PageDep,
+    PostedDep,
+    error_page,
+    see_other,
+)
+
+router = APIRouter(route_class=DashboardRoute)
+DONE = {"plan": "The plan was changed.", "credit": "The credits were granted."}
+
+
+def _admin_page(page: Page, status: int = 200, **context: Any) -> Response:
+    if not page.user.is_admin:
+        return error_page(
+            page.request, 403, "Admins only", "This page is for administrators.", page.user
+        )
+    return page.render(
+        "admin.html",
+        status,
+        nav="admin",
+        accounts=accounts.list_accounts(page.services.db),
+        plans=sorted(page.services.config.plans),
+        **context,
+    )
+
+
+@router.get("/admin")
+def admin_page(page: PageDep, done: Annotated[str, Query(max_length=16)] = "") -> Response:
+    return _admin_page(page, notice=DONE.get(done))
+
+
+@router.post("/admin/plan")
+def set_plan(page: PostedDep) -> Response:
+    if not page.user.is_admin:
+        return _admin_page(page)
+    try:
+        accounts.set_plan(
+            page.services.db, page.services.events, page.field("email"), page.field("plan")
+        )
+    except accounts.AccountError as error:
+        return _admin_page(page, 400, message=str(error))
+    return see_other(f"{PREFIX}/admin?done=plan")
+
+
+@router.post("/admin/credit")
+def grant_credits(page: PostedDep) -> Response:
+    if not page.user.is_admin:
+        return _admin_page(page)
+    amount = page.field("amount")
+    if not amount.isdigit():
+        return _admin_page(page, 400, message="The amount must be a positive whole number.")
+    try:
+        accounts.grant_credits(
+            page.services.db, page.field("email"), int(amount), page.field("reason")
+        )
+    except accounts.AccountError as error:
+        return _admin_page(page, 400, message=str(error))
+    return see_other(f"{PREFIX}/admin?done=credit")

@@ -1,0 +1,287 @@
+"""The create forms: generate, edit, reframe, upscale, image-to-video and frames, and the style
+extraction of the styles page. Each becomes the same core request the API makes and goes through
+`core/jobs/creation.py` (credits, plan, limits); a form carries a one-time token that is its
+Idempotency-Key, so a double-clicked submit makes one job. The browser lands on the job."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import secrets
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Annotated, Any, get_args
+
+from fastapi import APIRouter, Query, Response
+from pydantic import ValidationError
+
+from core.accounts import service as accounts
+from core.errors import DomainError
+from core.jobs import service as jobs_service
+from core.jobs.contract import (
+    FramesAspectRatio,
+    GenerateAspectRatio,
+    ImageResolution,
+    JobType,
+    Quality,
+    ResizeAspectRatio,
+    VideoResolution,
+)
+from core.jobs.creation import (
+    AnimateJobRequest,
+    EditJobRequest,
+    ExtractStyleJobRequest,
+    GenerateJobRequest,
+    JobRequest,
+    ReframeJobRequest,
+    TransitionJobRequest,
+    UpscaleJobRequest,
+)
+from core.styles import service as styles_service
+from core.uploads import service as uploads_service
+from gateway.dashboard.gallery import Gallery
+from gateway.dashboard.jobs import gallery_for
+from gateway.dashboard.web import PREFIX, DashboardRoute, Page, PageDep, PostedDep, see_other
+from gateway.errors import validation_details
+from gateway.limits import bucket_of
+
+router = APIRouter(route_class=DashboardRoute)
+CHOICES = {
+    "generate_ratios": get_args(GenerateAspectRatio),
+    "resize_ratios": get_args(ResizeAspectRatio),
+    "frames_ratios": get_args(FramesAspectRatio),
+    "qualities": get_args(Quality),
+    "image_resolutions": get_args(ImageResolution),
+    "video_resolutions": get_args(VideoResolution),
+}
+# The API path whose rate-limit bucket each form spends from.
+API_PATHS = {
+    "generate": "/v1/images/generate",
+    "edit": "/v1/images/edit",
+    "reframe": "/v1/images/resize",
+    "upscale": "/v1/images/upscale",
+    "animate": "/v1/videos/image-to-video",
+    "frames": "/v1/videos/frames",
+    "extract": "/v1/styles/extract",
+}
+# Form field -> what the form calls it, for messages.
+LABELS = {
+    "prompt": "Prompt",
+    "aspect_ratio": "Aspect ratio",
+    "quality": "Quality",
+    "resolution": "Resolution",
+    "variations": "Variations",
+    "references": "References",
+    "image_id": "Image",
+    "image": "Image",
+    "start_image": "First frame",
+    "end_image": "Last frame",
+    "duration": "Duration",
+    "negative_prompt": "Negative prompt",
+    "url": "Website address",
+    "styleId": "Style",
+    "imageId": "Image",
+    "startImage": "First frame",
+    "endImage": "Last frame",
+}
+
+
+@dataclass(frozen=True)
+class Choice:
+    """An image the forms offer: an upload or a generated image, with its thumbnail."""
+
+    id: str
+    label: str
+    thumbnail_url: str
+    generated: bool
+
+
+def image_choices(page: Page, gallery: Gallery) -> list[Choice]:
+    account_id = page.user.account_id
+    jobs, _ = jobs_service.list_page(
+        page.services.db,
+        account_id,
+        (JobType.IMAGE_GENERATE, JobType.IMAGE_EDIT),
+        "completed",
+        None,
+        24,
+    )
+    choices = [
+        Choice(image.id, f"{card.operation_label}: {card.prompt[:60]}", image.thumbnail_url, True)
+        for card in gallery.cards(jobs)
+        for image in card.images
+    ]
+    uploads, _ = uploads_service.list_page(page.services, account_id, None, 24)
+    thumbnail_urls = gallery.thumbnail_urls([media.id for media in uploads])
+    choices += [
+        Choice(
+            media.id,
+            f"Upload from {media.created_at:%Y-%m-%d %H:%M}",
+            thumbnail_urls[media.id],
+            False,
+        )
+        for media in uploads
+    ]
+    return choices
+
+
+def create_page(page: Page, status: int = 200, **context: Any) -> Response:
+    styles, _ = styles_service.list_page(page.services.db, page.user.account_id, None, 50)
+    choices = image_choices(page, gallery_for(page))
+    return page.render(
+        "create.html",
+        status,
+        nav="create",
+        styles=styles,
+        choices=choices,
+        generated=[choice for choice in choices if choice.generated],
+        form_token=secrets.token_urlsafe(24),
+        values=context.pop("values", {}),
+        **CHOICES,
+        **context,
+    )
+
+
+@router.get("/create")
+def create_form(page: PageDep, image: Annotated[str, Query(max_length=64)] = "") -> Response:
+    return create_page(page, values={"image": image})
+
+
+def _optional(value: str) -> str | None:
+    return value or None
+
+
+def _number(value: str, default: float) -> float:
+    try:
+        return float(value) if value else default
+    except ValueError:
+        return float("nan")  # refused by the request's bounds, with its message
+
+
+def _whole(value: str, default: int) -> int:
+    return int(value) if value.isdigit() else (default if not value else 0)
+
+
+REQUESTS: dict[str, Callable[[Page], JobRequest]] = {
+    "generate": lambda page: GenerateJobRequest.model_validate(
+        {
+            "prompt": page.field("prompt"),
+            "aspect_ratio": page.field("aspect_ratio", "1:1"),
+            "quality": page.field("quality", "medium"),
+            "resolution": page.field("resolution", "1K"),
+            "variations": _whole(page.field("variations"), 1),
+            "style_id": _optional(page.field("style_id")),
+            "references": page.fields("references"),
+        }
+    ),
+    "edit": lambda page: EditJobRequest.model_validate(
+        {
+            "image_id": page.field("image"),
+            "prompt": page.field("prompt"),
+            "style_id": _optional(page.field("style_id")),
+            "references": page.fields("references"),
+        }
+    ),
+    "reframe": lambda page: ReframeJobRequest.model_validate(
+        {
+            "image_id": page.field("image"),
+            "aspect_ratio": page.field("aspect_ratio", "16:9"),
+            "resolution": page.field("resolution", "1K"),
+        }
+    ),
+    "upscale": lambda page: UpscaleJobRequest.model_validate(
+        {"image_id": page.field("image"), "resolution": page.field("resolution", "2K")}
+    ),
+    "animate": lambda page: AnimateJobRequest.model_validate(
+        {
+            "image": page.field("image"),
+            "prompt": page.field("prompt"),
+            "duration": _number(page.field("duration"), 6),
+            "resolution": page.field("resolution", "720p"),
+            "audio": page.field("audio") == "on",
+            "negative_prompt": _optional(page.field("negative_prompt")),
+        }
+    ),
+    "frames": lambda page: TransitionJobRequest.model_validate(
+        {
+            "start_image": page.field("start_image"),
+            "end_image": page.field("end_image"),
+            "prompt": page.field("prompt"),
+            "duration": _number(page.field("duration"), 6),
+            "aspect_ratio": page.field("aspect_ratio", "auto"),
+            "resolution": page.field("resolution", "720p"),
+            "audio": page.field("audio") == "on",
+            "negative_prompt": _optional(page.field("negative_prompt")),
+        }
+    ),
+    "extract": lambda page: ExtractStyleJobRequest.model_validate({"url": page.field("url")}),
+}
+
+
+class FormRefused(Exception):
+    """A create the form must show again, with why."""
+
+    def __init__(self, message: str, details: dict[str, str], status: int) -> None:
+        super().__init__(message)
+        self.message = message
+        self.details = details
+        self.status = status
+
+
+def _described(details: dict[str, str]) -> dict[str, str]:
+    return {LABELS.get(field.split("[")[0], field): reason for field, reason in details.items()}
+
+
+def create_job(page: Page, form: str) -> str:
+    """Create the job the posted form asks for; its id. Raises FormRefused."""
+    try:
+        request = REQUESTS[form](page)
+    except ValidationError as error:
+        details = validation_details(list(error.errors()))
+        raise FormRefused("Please correct the form.", _described(details), 400) from None
+    runtime = page.runtime
+    caller = accounts.dashboard_caller(page.services.db, page.user.account_id)
+    decision = runtime.limiter.hit(bucket_of("POST", API_PATHS[form]), caller.api_key_id)
+    if not decision.allowed:
+        raise FormRefused(
+            f"Too many requests. Try again in {decision.reset_seconds} seconds.", {}, 429
+        )
+    canonical = json.dumps(request.model_dump(mode="json"), sort_keys=True)
+    token = page.field("form_token")
+    idempotency = (
+        jobs_service.IdempotencyClaim(
+            key=f"dashboard:{token}"[:255],
+            endpoint=f"{PREFIX}/create/{form}",
+            body_hash=hashlib.sha256(canonical.encode()).hexdigest(),
+        )
+        if token
+        else None
+    )
+    try:
+        created = runtime.creation.create(caller, request, idempotency)
+    except DomainError as error:
+        raise FormRefused(error.message, _described(error.details or {}), error.status) from None
+    if not created.replayed:
+        runtime.metrics.job_created(created.job.type)
+    return created.job.id
+
+
+@router.post("/create/{form}")
+def create(page: PostedDep, form: str) -> Response:
+    if form not in REQUESTS or form == "extract":
+        return create_page(page, 404, message="There is no such form.")
+    try:
+        job_id = create_job(page, form)
+    except FormRefused as refused:
+        values = {key: page.field(key) for key in page.form or {}} | {
+            "references": page.fields("references")
+        }
+        return create_page(
+            page,
+            refused.status,
+            message=refused.message,
+            details=refused.details,
+            failed_form=form,
+            values=values,
+        )
+    return see_other(f"{PREFIX}/jobs/{job_id}")

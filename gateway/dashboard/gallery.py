@@ -1,0 +1,163 @@
+"""Jobs as the dashboard shows them: cards with thumbnails (never the originals in a grid),
+video posters, prompt, status, progress and credits."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from core.jobs.contract import (
+    IN_FLIGHT,
+    ImagesResult,
+    JobStatus,
+    StyleResult,
+    VideoResult,
+    result_of,
+)
+from core.services import Services
+from core.tables import Job
+from core.thumbnails import service as thumbnails
+from gateway.dashboard.web import PREFIX
+from gateway.jobs.presenter import progress_of
+from gateway.signing import UrlSigner
+
+TYPE_LABELS = {
+    "image.generate": "Image",
+    "image.edit": "Image edit",
+    "video.generate": "Video",
+    "style.extract": "Style",
+}
+OPERATION_LABELS = {
+    "generate": "Generate",
+    "edit": "Edit",
+    "reframe": "Reframe",
+    "upscale": "Upscale",
+    "animate": "Image to video",
+    "transition": "Frames to video",
+    "extract_style": "Style extraction",
+}
+
+
+@dataclass(frozen=True)
+class ImageView:
+    id: str
+    thumbnail_url: str
+    url: str
+    width: int
+    height: int
+
+
+@dataclass(frozen=True)
+class VideoView:
+    id: str
+    url: str
+    poster_url: str | None
+    width: int
+    height: int
+    duration_seconds: float
+
+
+@dataclass
+class JobCard:
+    id: str
+    type: str
+    type_label: str
+    operation_label: str
+    status: str
+    progress: float
+    prompt: str
+    created_at: datetime
+    credits: int
+    in_flight: bool
+    error: str | None = None
+    images: list[ImageView] = field(default_factory=list)
+    video: VideoView | None = None
+    style_id: str | None = None
+
+    @property
+    def percent(self) -> int:
+        return round(self.progress * 100)
+
+
+def _prompt(inputs: dict[str, Any]) -> str:
+    return str(inputs.get("prompt") or inputs.get("url") or "")
+
+
+class Gallery:
+    def __init__(self, services: Services, signer: UrlSigner) -> None:
+        self.services = services
+        self.signer = signer
+
+    def thumbnail_urls(self, media_ids: Sequence[str]) -> dict[str, str]:
+        """Each image's thumbnail URL: signed where it is made already (one query for all),
+        else the address that makes it on its first request."""
+        made = thumbnails.stored_keys(self.services, media_ids)
+        return {
+            media_id: (
+                self.signer.url(made[media_id])
+                if media_id in made
+                else f"{PREFIX}/media/{media_id}/thumbnail"
+            )
+            for media_id in media_ids
+        }
+
+    def cards(self, jobs: Sequence[Job], originals: bool = False) -> list[JobCard]:
+        """The cards of a page of jobs, with their images' thumbnails; with `originals` also
+        the full-size images' URLs (a job's own page: open and download)."""
+        results = {
+            job.id: result_of(job.type, job.result)
+            for job in jobs
+            if job.status == JobStatus.COMPLETED and job.result is not None
+        }
+        image_ids = [
+            image.id
+            for result in results.values()
+            if isinstance(result, ImagesResult)
+            for image in result.images
+        ]
+        thumbnail_urls = self.thumbnail_urls(image_ids)
+        cards = []
+        for job in jobs:
+            card = JobCard(
+                id=job.id,
+                type=job.type,
+                type_label=TYPE_LABELS.get(job.type, job.type),
+                operation_label=OPERATION_LABELS.get(job.operation, job.operation),
+                status=job.status,
+                progress=progress_of(job),
+                prompt=_prompt(job.inputs),
+                created_at=job.created_at,
+                credits=job.credits_reserved,
+                in_flight=job.status in IN_FLIGHT,
+                error=(job.error or {}).get("message") if job.status == JobStatus.FAILED else None,
+            )
+            result = results.get(job.id)
+            if isinstance(result, ImagesResult):
+                card.images = [
+                    ImageView(
+                        id=image.id,
+                        thumbnail_url=thumbnail_urls[image.id],
+                        url=self.signer.url(image.key) if originals else "",
+                        width=image.width,
+                        height=image.height,
+                    )
+                    for image in result.images
+                ]
+            elif isinstance(result, VideoResult):
+                video = result.video
+                card.video = VideoView(
+                    id=video.id,
+                    url=self.signer.url(video.key),
+                    poster_url=self.signer.url(video.thumbnail_key)
+                    if video.thumbnail_key
+                    else None,
+                    width=video.width,
+                    height=video.height,
+                    duration_seconds=video.duration_seconds,
+                )
+            elif isinstance(result, StyleResult):
+                card.style_id = result.style.id
+            cards.append(card)
+        return cards

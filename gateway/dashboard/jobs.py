@@ -1,0 +1,164 @@
+"""The jobs gallery, one job's page, its live progress, cancel, and thumbnails."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Header, Query, Response
+from fastapi.responses import JSONResponse, RedirectResponse, StreamingResponse
+
+from core.jobs import service as jobs_service
+from core.jobs.contract import JobType
+from core.thumbnails import service as thumbnails
+from gateway.dashboard.gallery import Gallery
+from gateway.dashboard.web import (
+    PREFIX,
+    DashboardRoute,
+    Page,
+    PageDep,
+    PostedDep,
+    error_page,
+    see_other,
+)
+from gateway.jobs.events import JobEventStream, is_repeat_of_terminal
+from gateway.jobs.presenter import JobPresenter, progress_of
+from gateway.jobs.reads import JobReads
+from gateway.signing import UrlSigner
+
+router = APIRouter(route_class=DashboardRoute)
+PAGE_SIZE = 24
+ALL_TYPES = tuple(JobType)
+TYPE_FILTERS = {
+    "": ALL_TYPES,
+    "image": (JobType.IMAGE_GENERATE, JobType.IMAGE_EDIT),
+    "video": (JobType.VIDEO_GENERATE,),
+    "style": (JobType.STYLE_EXTRACT,),
+}
+STATUS_FILTERS = ("", "pending", "processing", "completed", "failed")
+
+
+def signer_for(page: Page) -> UrlSigner:
+    services = page.services
+    return UrlSigner(
+        services.storage, str(page.request.base_url), services.settings.signed_url_seconds
+    )
+
+
+def gallery_for(page: Page) -> Gallery:
+    return Gallery(page.services, signer_for(page))
+
+
+def _not_found(page: Page) -> Response:
+    return error_page(
+        page.request, 404, "Not found", "There is no such job in your account.", page.user
+    )
+
+
+@router.get("/jobs")
+def jobs_page(
+    page: PageDep,
+    kind: Annotated[str, Query(alias="type", max_length=16)] = "",
+    status: Annotated[str, Query(max_length=16)] = "",
+    cursor: Annotated[str | None, Query(max_length=512)] = None,
+    limit: Annotated[int, Query(ge=1, le=50)] = PAGE_SIZE,
+) -> Response:
+    kind = kind if kind in TYPE_FILTERS else ""
+    status = status if status in STATUS_FILTERS else ""
+    jobs, next_cursor = jobs_service.list_page(
+        page.services.db, page.user.account_id, TYPE_FILTERS[kind], status or None, cursor, limit
+    )
+    return page.render(
+        "jobs.html",
+        nav="jobs",
+        cards=gallery_for(page).cards(jobs),
+        kind=kind,
+        status_filter=status,
+        type_filters=list(TYPE_FILTERS),
+        status_filters=STATUS_FILTERS,
+        next_cursor=next_cursor,
+        limit=limit,
+    )
+
+
+@router.get("/jobs/{job_id}")
+def job_page(page: PageDep, job_id: str) -> Response:
+    job = jobs_service.get_owned(page.services.db, page.user.account_id, job_id)
+    if job is None:
+        return _not_found(page)
+    card = gallery_for(page).cards([job], originals=True)[0]
+    return page.render("job.html", nav="jobs", card=card)
+
+
+@router.get("/jobs/{job_id}/card")
+def job_card(page: PageDep, job_id: str, detail: bool = False) -> Response:
+    """The card alone: what the page swaps in when a job it shows finishes."""
+    job = jobs_service.get_owned(page.services.db, page.user.account_id, job_id)
+    if job is None:
+        return _not_found(page)
+    card = gallery_for(page).cards([job], originals=detail)[0]
+    return page.render("_card.html", card=card, detail=detail)
+
+
+def _reads(page: Page) -> JobReads:
+    services = page.services
+    return JobReads(services.db, services.events, services.settings.wait_seconds)
+
+
+@router.get("/jobs/{job_id}/events")
+async def job_events(
+    page: PageDep,
+    job_id: str,
+    last_event_id: Annotated[str | None, Header(alias="Last-Event-ID", max_length=64)] = None,
+) -> Response:
+    """The job as Server-Sent Events, the API's own stream (`GET /v1/jobs/{id}/events`) for
+    the signed-in account: what the progress bars listen to."""
+    reads = _reads(page)
+    job = await reads.read(page.user.account_id, job_id, ALL_TYPES, wait=False)
+    if job is None:
+        return JSONResponse({"error": "not found"}, status_code=404)
+    if is_repeat_of_terminal(job, last_event_id):
+        return Response(status_code=204)
+    stream = JobEventStream(
+        reads,
+        JobPresenter(signer_for(page)),
+        page.services.settings.events_heartbeat_seconds,
+        page.runtime.closing,
+    )
+    return StreamingResponse(
+        stream.events(page.user.account_id, job_id, ALL_TYPES, last_event_id),
+        media_type="text/event-stream",
+        headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
+    )
+
+
+@router.get("/jobs/{job_id}/progress")
+async def job_progress(page: PageDep, job_id: str) -> Response:
+    """Status and progress as one JSON read, for a browser whose event stream does not get
+    through (a proxy that buffers): the page polls this instead."""
+    job = await _reads(page).read(page.user.account_id, job_id, ALL_TYPES, wait=False)
+    if job is None:
+        return JSONResponse({"error": "not found"}, status_code=404)
+    return JSONResponse(
+        {"status": job.status, "progress": progress_of(job)},
+        headers={"Cache-Control": "no-store"},
+    )
+
+
+@router.post("/jobs/{job_id}/cancel")
+def cancel_job(page: PostedDep, job_id: str) -> Response:
+    job = page.runtime.lifecycle.cancel(page.user.account_id, job_id)
+    if job is None:
+        return _not_found(page)
+    return see_other(f"{PREFIX}/jobs/{job_id}")
+
+
+@router.get("/media/{media_id}/thumbnail")
+def thumbnail(page: PageDep, media_id: str) -> Response:
+    """The image's small rendition (made once, on its first request), by redirect to its
+    signed URL."""
+    made = thumbnails.thumbnail_of(page.services, page.user.account_id, media_id)
+    if made is None:
+        return error_page(page.request, 404, "Not found", "There is no such image.", page.user)
+    response = RedirectResponse(signer_for(page).url(made.storage_key), status_code=302)
+    response.headers["Cache-Control"] = "private, max-age=3600"
+    return response

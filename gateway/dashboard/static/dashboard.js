@@ -1,0 +1,141 @@
+// Sfumato dashboard: small enhancements over pages that work without JavaScript.
+"use strict";
+(function () {
+  const prefix = "/dashboard";
+  const csrf = () => (document.querySelector("main[data-csrf]") || {}).dataset?.csrf || "";
+
+  // Copy buttons (the new key's plaintext).
+  document.addEventListener("click", async (event) => {
+    const button = event.target.closest("[data-copy]");
+    if (!button) return;
+    const field = document.getElementById(button.dataset.copy);
+    try {
+      await navigator.clipboard.writeText(field.value);
+    } catch {
+      field.select();
+      document.execCommand("copy");
+    }
+    button.textContent = "Copied";
+  });
+
+  // A form submits once: a second click while the first is on its way does nothing (the
+  // server makes one job of both anyway, by the form's idempotency token).
+  document.addEventListener("submit", (event) => {
+    const form = event.target;
+    if (!form.matches("[data-once]")) return;
+    if (form.dataset.sent) { event.preventDefault(); return; }
+    form.dataset.sent = "1";
+    form.querySelectorAll("button[type=submit]").forEach((b) => b.setAttribute("aria-busy", "true"));
+  });
+  // Back to a page kept in the browser's cache: its forms may be sent again (a form sent twice
+  // with its one token still lands on the one job it made).
+  window.addEventListener("pageshow", (event) => {
+    if (!event.persisted) return;
+    document.querySelectorAll("form[data-sent]").forEach((form) => { delete form.dataset.sent; });
+  });
+
+  // Live progress: every card of a job in flight listens to the job's event stream (the API's
+  // Server-Sent Events) and, when the job ends, swaps in its finished card. Where the stream
+  // does not get through, it polls the job's progress instead.
+  function watch(card) {
+    const id = card.dataset.jobId;
+    const detail = card.hasAttribute("data-detail");
+    const bar = card.querySelector("[data-progress]");
+    const label = card.querySelector("[data-percent]");
+    let ended = false;
+    function show(job) {
+      const percent = Math.round(job.progress * 100);
+      if (bar) { bar.value = percent; bar.textContent = `${percent}%`; }
+      if (label) label.textContent = `${percent}%`;
+      if ((job.status === "completed" || job.status === "failed") && !ended) {
+        ended = true;
+        finish();
+      }
+    }
+    async function finish() {
+      const fresh = await fetch(`${prefix}/jobs/${id}/card?detail=${detail}`, { credentials: "same-origin" });
+      if (!fresh.ok) return;
+      const holder = document.createElement("div");
+      holder.innerHTML = await fresh.text();
+      const replacement = holder.querySelector(".job-card");
+      if (replacement) card.replaceWith(replacement);
+    }
+    let delay = 500;
+    async function poll() {
+      try {
+        const response = await fetch(`${prefix}/jobs/${id}/progress`, { credentials: "same-origin" });
+        if (response.ok) show(await response.json());
+      } catch { /* the network blinked: try again */ }
+      if (ended) return;
+      delay = Math.min(delay * 1.2, 3000);
+      setTimeout(poll, delay);
+    }
+    if (!window.EventSource) { setTimeout(poll, delay); return; }
+    const stream = new EventSource(`${prefix}/jobs/${id}/events`);
+    let heard = false;
+    stream.onmessage = (message) => {
+      heard = true;
+      show(JSON.parse(message.data).data);
+      if (ended) stream.close();
+    };
+    stream.onerror = () => {
+      if (ended) return;
+      // Never heard from: the stream does not get through here, so poll. Otherwise the
+      // browser reconnects by itself (with Last-Event-ID).
+      if (!heard) { stream.close(); setTimeout(poll, delay); }
+    };
+  }
+  document.querySelectorAll(".job-card[data-live]").forEach(watch);
+
+  // Uploads: drag and drop (or choose), then presign -> PUT -> complete from the browser.
+  const zone = document.querySelector("[data-dropzone]");
+  if (zone) {
+    const input = zone.querySelector("input[type=file]");
+    const status = zone.querySelector("[data-upload-status]");
+    const say = (text) => { status.textContent = text; };
+    async function send(file) {
+      const headers = { "content-type": "application/json", "x-csrf-token": csrf() };
+      const presigned = await fetch(`${prefix}/uploads/presign`, {
+        method: "POST", headers, credentials: "same-origin",
+        body: JSON.stringify({ filename: file.name, contentType: file.type }),
+      });
+      const ticket = await presigned.json();
+      if (!presigned.ok) throw new Error(ticket.error || "could not start the upload");
+      const put = await fetch(ticket.uploadUrl, { method: "PUT", headers: { "content-type": file.type }, body: file });
+      if (!put.ok) throw new Error(`the storage refused the file (${put.status})`);
+      const done = await fetch(`${prefix}/uploads/${ticket.uploadId}/complete`, {
+        method: "POST", headers: { "x-csrf-token": csrf() }, credentials: "same-origin",
+      });
+      const result = await done.json();
+      if (!done.ok) throw new Error(result.error || "the file was not accepted");
+      return result;
+    }
+    async function sendAll(files) {
+      let sent = 0;
+      for (const file of files) {
+        say(`Uploading ${file.name}…`);
+        try {
+          await send(file);
+          sent += 1;
+        } catch (error) {
+          say(`${file.name}: ${error.message}`);
+          return;
+        }
+      }
+      say(`Uploaded ${sent} file${sent === 1 ? "" : "s"}.`);
+      window.location.assign(`${prefix}/uploads?done=uploaded`);
+    }
+    zone.addEventListener("submit", (event) => {
+      event.preventDefault();
+      if (input.files.length) sendAll([...input.files]);
+    });
+    ["dragenter", "dragover"].forEach((name) => zone.addEventListener(name, (event) => {
+      event.preventDefault(); zone.classList.add("over");
+    }));
+    ["dragleave", "drop"].forEach((name) => zone.addEventListener(name, () => zone.classList.remove("over")));
+    zone.addEventListener("drop", (event) => {
+      event.preventDefault();
+      sendAll([...event.dataTransfer.files]);
+    });
+  }
+})();

@@ -1,0 +1,232 @@
+"""What every dashboard page shares: templates, the session cookie, the CSRF check, and a route
+class that turns refusals into a page (never a trace) and a missing session into the sign-in."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Coroutine
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Annotated, Any
+from urllib.parse import quote
+
+import anyio
+from fastapi import Depends, Request, Response
+from fastapi.responses import HTMLResponse, RedirectResponse
+from fastapi.routing import APIRoute
+from fastapi.templating import Jinja2Templates
+from starlette.datastructures import FormData
+
+from core.db import DATABASE_UNAVAILABLE
+from core.errors import DomainError
+from core.sessions import service as sessions
+from core.sessions.service import SignedIn
+from gateway.runtime import Gateway
+
+log = logging.getLogger(__name__)
+
+PREFIX = "/dashboard"
+SESSION_COOKIE = "sfumato_session"
+TEMPLATES = Jinja2Templates(directory=Path(__file__).parent / "templates")
+STATIC_DIR = Path(__file__).parent / "static"
+CSRF_FIELD = "csrf_token"
+CSRF_HEADER = "x-csrf-token"
+
+
+def _when(moment: datetime | None) -> str:
+    return moment.strftime("%Y-%m-%d %H:%M UTC") if moment is not None else "never"
+
+
+TEMPLATES.env.filters["when"] = _when
+# Templates ship with the package: never re-check their files on disk (an include per card
+# would stat the file once per card).
+TEMPLATES.env.auto_reload = False
+
+
+class SignInRequired(Exception):
+    """No live session: the browser goes to the sign-in page (and back here after)."""
+
+
+class CsrfRejected(Exception):
+    """A state-changing request without this session's CSRF token: nothing changes."""
+
+
+def runtime_of(request: Request) -> Gateway:
+    runtime: Gateway = request.app.state.gateway
+    return runtime
+
+
+def cookie_secure(request: Request) -> bool:
+    """`Secure` when the browser reached us over https (a proxy's X-Forwarded-Proto counts
+    when SFUMATO_TRUST_FORWARDED_HEADERS is set), or always/never by SFUMATO_COOKIE_SECURE."""
+    settings = runtime_of(request).services.settings
+    if settings.cookie_secure != "auto":
+        return settings.cookie_secure == "always"
+    if settings.trust_forwarded_headers:
+        forwarded = request.headers.get("x-forwarded-proto", "").split(",")[0].strip()
+        if forwarded:
+            return forwarded == "https"
+    return request.url.scheme == "https"
+
+
+def client_address(request: Request) -> str:
+    settings = runtime_of(request).services.settings
+    if settings.trust_forwarded_headers:
+        forwarded = request.headers.get("x-forwarded-for", "").split(",")[0].strip()
+        if forwarded:
+            return forwarded
+    return request.client.host if request.client else "unknown"
+
+
+def set_session_cookie(request: Request, response: Response, token: str) -> None:
+    response.set_cookie(
+        SESSION_COOKIE,
+        token,
+        max_age=int(sessions.LIFETIME.total_seconds()),
+        path=PREFIX,
+        httponly=True,
+        samesite="lax",
+        secure=cookie_secure(request),
+    )
+
+
+def clear_session_cookie(response: Response) -> None:
+    response.delete_cookie(SESSION_COOKIE, path=PREFIX)
+
+
+def safe_next(target: str | None) -> str:
+    """Only a path of the dashboard itself: never a redirect to another site."""
+    if target and target.startswith(PREFIX) and not target.startswith("//") and "\\" not in target:
+        return target
+    return PREFIX + "/jobs"
+
+
+def see_other(url: str) -> RedirectResponse:
+    return RedirectResponse(url, status_code=303)
+
+
+@dataclass
+class Page:
+    """A signed-in request: who, the runtime's services, and the posted form (if any)."""
+
+    request: Request
+    user: SignedIn
+    runtime: Gateway
+    form: FormData | None = None
+    nav: str = ""
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def services(self) -> Any:
+        return self.runtime.services
+
+    def field(self, name: str, default: str = "") -> str:
+        return self.raw(name, default).strip()
+
+    def raw(self, name: str, default: str = "") -> str:
+        """A field as typed (passwords keep their spaces)."""
+        value = self.form.get(name) if self.form is not None else None
+        return value if isinstance(value, str) else default
+
+    def fields(self, name: str) -> list[str]:
+        if self.form is None:
+            return []
+        return [value.strip() for value in self.form.getlist(name) if isinstance(value, str)]
+
+    def render(self, template: str, status: int = 200, **context: Any) -> HTMLResponse:
+        return render(self.request, template, status, user=self.user, **context)
+
+
+def render(request: Request, template: str, status: int = 200, **context: Any) -> HTMLResponse:
+    response = TEMPLATES.TemplateResponse(
+        request, template, {"prefix": PREFIX, **context}, status_code=status
+    )
+    response.headers["Cache-Control"] = "no-store"
+    return response
+
+
+async def _signed_in(request: Request) -> SignedIn:
+    runtime = runtime_of(request)
+    token = request.cookies.get(SESSION_COOKIE)
+    db = runtime.services.db
+    user = await anyio.to_thread.run_sync(sessions.resume, db, token)
+    if user is None:
+        raise SignInRequired()
+    if user.extended:
+        request.state.renewed_session = token
+    return user
+
+
+async def _page(request: Request, user: Annotated[SignedIn, Depends(_signed_in)]) -> Page:
+    return Page(request, user, runtime_of(request))
+
+
+async def _posted(request: Request, user: Annotated[SignedIn, Depends(_signed_in)]) -> Page:
+    """A state-changing request: the session's CSRF token must come with it, in the form or
+    (from the page's own scripts) in the X-CSRF-Token header."""
+    form: FormData | None = None
+    presented = request.headers.get(CSRF_HEADER)
+    content_type = request.headers.get("content-type", "")
+    if content_type.startswith(("application/x-www-form-urlencoded", "multipart/form-data")):
+        form = await request.form()
+        value = form.get(CSRF_FIELD)
+        presented = value if isinstance(value, str) else presented
+    if not sessions.csrf_matches(user, presented):
+        raise CsrfRejected()
+    return Page(request, user, runtime_of(request), form)
+
+
+PageDep = Annotated[Page, Depends(_page)]
+PostedDep = Annotated[Page, Depends(_posted)]
+
+
+def error_page(
+    request: Request, status: int, title: str, message: str, user: SignedIn | None = None
+) -> HTMLResponse:
+    return render(request, "error.html", status, title=title, message=message, user=user)
+
+
+class DashboardRoute(APIRoute):
+    """Refusals become a page with their message; a missing session, the sign-in page; a
+    rejected CSRF token, a 403 page; anything unexpected, a plain 500 page (logged)."""
+
+    def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
+        handler = super().get_route_handler()
+
+        async def guarded(request: Request) -> Response:
+            try:
+                response = await handler(request)
+                renewed = getattr(request.state, "renewed_session", None)
+                if renewed and SESSION_COOKIE not in response.headers.get("set-cookie", ""):
+                    # The rolling expiry: the cookie lives a week from now, as the row does.
+                    set_session_cookie(request, response, renewed)
+                return response
+            except SignInRequired:
+                if request.method == "GET":
+                    target = request.url.path + (
+                        f"?{request.url.query}" if request.url.query else ""
+                    )
+                    return see_other(f"{PREFIX}/sign-in?next={quote(target, safe='')}")
+                return see_other(f"{PREFIX}/sign-in")
+            except CsrfRejected:
+                return error_page(
+                    request,
+                    403,
+                    "The form has expired",
+                    "Nothing was changed. Reload the page and try again.",
+                )
+            except DomainError as error:
+                return error_page(request, error.status, "That did not work", error.message)
+            except DATABASE_UNAVAILABLE:
+                log.warning("dashboard: database unavailable")
+                return error_page(
+                    request, 503, "Temporarily unavailable", "Please try again in a moment."
+                )
+            except Exception:
+                log.exception("dashboard page failed: %s", request.url.path)
+                return error_page(
+                    request, 500, "Something went wrong", "The error was logged. Please try again."
+                )
+
+        return guarded

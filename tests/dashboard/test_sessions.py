@@ -1,0 +1,55 @@
+"""Sessions in core: the rolling week, expiry, sign-out, and the end of every session of an
+account when its password changes."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+
+from core.accounts import service as accounts
+from core.clock import utcnow
+from core.config import load_config
+from core.db import Database
+from core.sessions import service as sessions
+
+
+@pytest.fixture
+def db(tmp_path: Path) -> Iterator[Database]:
+    database = Database(f"sqlite:///{tmp_path / 'sessions.db'}")
+    database.migrate()
+    accounts.sync_plans(database, load_config(None))
+    yield database
+    database.dispose()
+
+
+def test_a_session_rolls_a_week_past_its_last_use_and_no_further(db: Database) -> None:
+    account = accounts.create_account(db, "roll@example.com", "free", 0)
+    started = sessions.start(db, account.id)
+    now = utcnow()
+    six_days = sessions.resume(db, started.token, now + timedelta(days=6))
+    assert six_days is not None and six_days.extended
+    # A week from the last use, not from the sign-in.
+    assert sessions.resume(db, started.token, now + timedelta(days=12)) is not None
+    assert sessions.resume(db, started.token, now + timedelta(days=20)) is None
+    assert sessions.purge_expired(db) == 0  # not yet expired by the real clock
+    assert sessions.resume(db, "not-a-token") is None
+
+
+def test_sign_out_and_a_password_change_end_sessions(db: Database) -> None:
+    account = accounts.create_account(db, "end@example.com", "free", 0)
+    accounts.set_password(db, "end@example.com", "first password")
+    laptop = sessions.start(db, account.id)
+    phone = sessions.start(db, account.id)
+    sessions.end(db, laptop.token)
+    assert sessions.resume(db, laptop.token) is None
+    signed_in = sessions.resume(db, phone.token)
+    assert signed_in is not None and sessions.csrf_matches(signed_in, phone.csrf_token)
+    assert not sessions.csrf_matches(signed_in, "forged")
+    assert not sessions.csrf_matches(signed_in, None)
+    accounts.change_password(db, account.id, "first password", "second password")
+    assert sessions.resume(db, phone.token) is None
+    with pytest.raises(accounts.AccountError):
+        accounts.change_password(db, account.id, "first password", "third password")
