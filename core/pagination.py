@@ -1,11 +1,16 @@
-"""The one keyset-pagination helper: opaque cursors over (created_at, id), newest first."""
+"""The one keyset-pagination helper: opaque cursors over (created_at, id), newest first, and the
+query that reads a page of them."""
 
 from __future__ import annotations
 
 import base64
 import binascii
+from collections.abc import Sequence
 from datetime import datetime
-from typing import Protocol, TypeVar
+from typing import Any, Protocol, TypeVar
+
+from sqlalchemy import Select, and_, or_
+from sqlalchemy.orm import Session
 
 from core.errors import InvalidInput
 from core.ids import parse_uuid
@@ -49,3 +54,25 @@ def page_of(rows: list[K], limit: int) -> tuple[list[K], str | None]:
         return rows, None
     rows = rows[:limit]
     return rows, encode_cursor(rows[-1].created_at, rows[-1].id)
+
+
+def newest_first(
+    session: Session,
+    query: Select[Any],
+    model: Any,
+    after: tuple[datetime, str] | None,
+    limit: int,
+) -> Sequence[Any]:
+    """`query`'s rows of `model` newest first, from just after `after` (a decoded cursor), at
+    most `limit`: keyset on (created_at, id), like the job list."""
+    if after is not None:
+        created_at, row_id = after
+        query = query.where(
+            or_(
+                model.created_at < created_at,
+                and_(model.created_at == created_at, model.id < row_id),
+            )
+        )
+    return session.scalars(
+        query.order_by(model.created_at.desc(), model.id.desc()).limit(limit)
+    ).all()

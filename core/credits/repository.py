@@ -5,9 +5,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import datetime
 
-from sqlalchemy import and_, or_, select, update
+from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
+from core.pagination import newest_first
 from core.tables import Account, CreditEntry
 
 
@@ -70,17 +71,7 @@ def entries_page(
 ) -> Sequence[CreditEntry]:
     """Newest first, keyset on (created_at, id)."""
     query = select(CreditEntry).where(CreditEntry.account_id == account_id)
-    if after is not None:
-        created_at, entry_id = after
-        query = query.where(
-            or_(
-                CreditEntry.created_at < created_at,
-                and_(CreditEntry.created_at == created_at, CreditEntry.id < entry_id),
-            )
-        )
-    return session.scalars(
-        query.order_by(CreditEntry.created_at.desc(), CreditEntry.id.desc()).limit(limit)
-    ).all()
+    return newest_first(session, query, CreditEntry, after, limit)
 
 
 def spending_since(

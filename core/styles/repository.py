@@ -4,14 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
-from typing import Any, TypeVar
+from typing import Any
 
-from sqlalchemy import Connection, Select, and_, delete, func, or_, select
+from sqlalchemy import Connection, delete, func, select
 from sqlalchemy.orm import Session
 
+from core.pagination import newest_first
 from core.tables import Style, StyleAsset
-
-Row = TypeVar("Row", Style, StyleAsset)
 
 
 def add(session: Session, style: Style) -> None:
@@ -27,31 +26,10 @@ def get_owned(
     return session.scalars(query).first()
 
 
-def _newest_first(
-    session: Session,
-    query: Select[Row],
-    model: type[Row],
-    after: tuple[datetime, str] | None,
-    limit: int,
-) -> Sequence[Row]:
-    """Newest first, keyset on (created_at, id), like the job list."""
-    if after is not None:
-        created_at, row_id = after
-        query = query.where(
-            or_(
-                model.created_at < created_at,
-                and_(model.created_at == created_at, model.id < row_id),
-            )
-        )
-    return session.scalars(
-        query.order_by(model.created_at.desc(), model.id.desc()).limit(limit)
-    ).all()
-
-
 def page(
     session: Session, account_id: str, after: tuple[datetime, str] | None, limit: int
 ) -> Sequence[Style]:
-    return _newest_first(
+    return newest_first(
         session, select(Style).where(Style.account_id == account_id), Style, after, limit
     )
 
@@ -59,7 +37,7 @@ def page(
 def asset_page(
     session: Session, style_id: str, after: tuple[datetime, str] | None, limit: int
 ) -> Sequence[StyleAsset]:
-    return _newest_first(
+    return newest_first(
         session, select(StyleAsset).where(StyleAsset.style_id == style_id), StyleAsset, after, limit
     )
 

@@ -5,9 +5,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import datetime
 
-from sqlalchemy import and_, delete, or_, select, update
+from sqlalchemy import delete, select, update
 from sqlalchemy.orm import Session
 
+from core.pagination import newest_first
 from core.tables import Media, Upload
 
 
@@ -99,14 +100,4 @@ def media_page(
 ) -> Sequence[Media]:
     """The account's completed uploads, newest first, keyset on (created_at, id)."""
     query = select(Media).where(Media.account_id == account_id, Media.kind == "upload")
-    if after is not None:
-        created_at, media_id = after
-        query = query.where(
-            or_(
-                Media.created_at < created_at,
-                and_(Media.created_at == created_at, Media.id < media_id),
-            )
-        )
-    return session.scalars(
-        query.order_by(Media.created_at.desc(), Media.id.desc()).limit(limit)
-    ).all()
+    return newest_first(session, query, Media, after, limit)
