@@ -90,6 +90,21 @@ async def get_style_extraction(
     return await _answer(reads, signer, caller, job_id, STYLE_TYPES, wait)
 
 
+JOB_EVENT_SCHEMA = {
+    "type": "object",
+    "required": ["id", "data"],
+    "properties": {
+        "id": {"type": "string", "pattern": "^[a-z_]+/[0-9]{1,4}$"},
+        "event": {"type": "string"},
+        "data": {
+            "type": "string",
+            "contentMediaType": "application/json",
+            "contentSchema": {"$ref": "#/components/schemas/JobEnvelope"},
+        },
+    },
+}
+
+
 @router.get(
     "/jobs/{id}/events",
     summary="Stream a job's progress (Server-Sent Events)",
@@ -102,7 +117,8 @@ async def get_style_extraction(
                 "terminal job, and the stream ends. Each event's `id:` names the state it shows "
                 "(`<status>/<progress in thousandths>`); `: heartbeat` comments keep it open."
             ),
-            "content": {"text/event-stream": {"schema": {"type": "string"}}},
+            # OpenAPI 3.1: an event stream's `schema` describes one event (3.2's `itemSchema`).
+            "content": {"text/event-stream": {"schema": JOB_EVENT_SCHEMA}},
         },
         204: {"description": "`Last-Event-ID` names the job's terminal state: nothing to send"},
     },

@@ -174,6 +174,11 @@ def test_every_error_status_carries_the_envelope_and_bodies_document_413_and_503
 def test_the_event_stream_is_documented_as_text_event_stream(document: dict) -> None:
     operation = document["paths"]["/v1/jobs/{id}/events"]["get"]
     assert list(operation["responses"]["200"]["content"]) == ["text/event-stream"]
+    # OpenAPI 3.1 reads an event stream's `schema` as one event's: the job, as JSON in `data`.
+    event = operation["responses"]["200"]["content"]["text/event-stream"]["schema"]
+    assert event["properties"]["data"]["contentSchema"] == {
+        "$ref": "#/components/schemas/JobEnvelope"
+    }
     assert "Last-Event-ID" in {parameter["name"] for parameter in operation["parameters"]}
     job = document["components"]["schemas"]["Job"]
     assert job["properties"]["progress"]["minimum"] == 0
