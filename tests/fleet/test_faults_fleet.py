@@ -67,7 +67,8 @@ def test_a_redis_restart_loses_no_queued_job_and_long_polls_still_wake(
             broker.start()
             with fleet.client(second, key) as client:
                 for job_id in [running["id"], *queued]:
-                    assert wait_done(client, job_id)["status"] == "completed"
+                    done = wait_done(client, job_id)
+                assert done["status"] == "completed", done
             # Both gateways and the worker are back on the new server: a job made on one
             # gateway wakes a read held on the other as soon as it completes.
             with fleet.client(second, key) as creator, fleet.client(first, key) as waiter:
@@ -123,7 +124,8 @@ def test_a_postgres_outage_answers_503_writes_nothing_half_and_recovers(
                     lambda: _accepted(client, body), 20, "creates accepted again", interval=0.2
                 )
                 assert time.monotonic() - started < 15
-                assert wait_done(client, recovered["id"])["status"] == "completed"
+                done = wait_done(client, recovered["id"])
+                assert done["status"] == "completed", done
             # The test's own pool, through the proxy too, still holds the cut connections.
             fleet.services.db.dispose()
             caller = accounts.authenticate(fleet.services.db, key)
@@ -145,7 +147,8 @@ def test_a_postgres_outage_answers_503_writes_nothing_half_and_recovers(
                 assert committed.status_code == 202, committed.text
                 proxy.restore()
                 job_id = committed.json()["data"]["id"]
-                assert wait_done(client, job_id)["status"] == "completed"
+                done = wait_done(client, job_id)
+                assert done["status"] == "completed", done
             fleet.services.db.dispose()
             assert fleet.balance(key) == 100 - 3
 

@@ -123,6 +123,9 @@ def _answers(url: str) -> bool:
         return False
 
 
+LOG_TAIL_LINES = 40
+
+
 @contextmanager
 def running_fleet(
     env: dict[str, str], folder: Path, gateways: int = 0, workers: tuple[str, ...] = ()
@@ -140,6 +143,12 @@ def running_fleet(
             fleet.add_worker(queue)
         fleet.wait_ready()
         yield fleet
+    except BaseException:
+        # What each process logged, in the failing test's captured output (CI shows no files).
+        for log in sorted(folder.glob("*.log")):
+            lines = log.read_text(errors="replace").splitlines()
+            print(f"--- last lines of {log.name} ---", *lines[-LOG_TAIL_LINES:], sep="\n")
+        raise
     finally:
         fleet.stop()
         services.db.dispose()
