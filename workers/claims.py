@@ -6,6 +6,8 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Callable
+from typing import TypeVar
 
 from core.db import DATABASE_UNAVAILABLE
 from core.ids import new_id
@@ -14,32 +16,40 @@ from core.jobs.lifecycle import JobLifecycle
 from pipelines.base import Cancelled
 
 log = logging.getLogger(__name__)
-# About ten seconds of a database out of reach before a claim gives up.
-CLAIM_ATTEMPTS = 8
+# About ten seconds of a database out of reach before a claim or a settlement gives up.
+DATABASE_ATTEMPTS = 8
+
+T = TypeVar("T")
 
 
 class ClaimLost(Exception):
     """The job was cancelled or handed to another worker while this one ran it."""
 
 
-def claim_job(lifecycle: JobLifecycle, job_id: str) -> jobs_service.Claim | None:
-    """The claim, or None when the job is not (or no longer) pending; tried again while the
-    database is briefly out of reach (a dropped connection, a failover): giving up acknowledges
-    the message, and the sweep would only republish the job minutes later. Every attempt
-    claims with one token, this delivery's: when an attempt's commit succeeded but its answer
-    was lost, the next finds the claim its own and goes on at once, not after the lease."""
-    token = new_id()
+def through_database_blips(what: str, action: Callable[[], T]) -> T:
+    """`action`, tried again while the database is briefly out of reach (a dropped connection,
+    a failover). Only for actions a retry cannot do twice: claims and settlements carry this
+    delivery's claim token, so an attempt whose commit landed but whose answer was lost is
+    recognised by the next as its own."""
     delay = 0.2
-    for attempt in range(1, CLAIM_ATTEMPTS + 1):
+    for _ in range(DATABASE_ATTEMPTS - 1):
         try:
-            return lifecycle.claim(job_id, token)
+            return action()
         except DATABASE_UNAVAILABLE as error:
-            if attempt == CLAIM_ATTEMPTS:
-                raise
-            log.warning("claiming job %s failed (%s); retrying", job_id, type(error).__name__)
+            log.warning("%s failed (%s); retrying", what, type(error).__name__)
             time.sleep(delay)
             delay = min(delay * 2, 2.0)
-    return None
+    return action()
+
+
+def claim_job(lifecycle: JobLifecycle, job_id: str) -> jobs_service.Claim | None:
+    """The claim, or None when the job is not (or no longer) pending; tried again through a
+    database blip: giving up acknowledges the message, and the sweep would only republish the
+    job minutes later. Every attempt claims with one token, this delivery's: when an attempt's
+    commit succeeded but its answer was lost, the next finds the claim its own and goes on at
+    once, not after the lease."""
+    token = new_id()
+    return through_database_blips(f"claiming job {job_id}", lambda: lifecycle.claim(job_id, token))
 
 
 class LeaseKeeper:

@@ -16,7 +16,7 @@ from core.tables import Job, Media
 from pipelines.base import OutOfDeviceMemory
 from pipelines.styles import SiteUnavailable
 from workers import metrics
-from workers.claims import ClaimLost
+from workers.claims import ClaimLost, through_database_blips
 from workers.operations import InputUnavailable
 from workers.storing import Outcome, OutputStore
 
@@ -33,9 +33,14 @@ class Settlement:
     def complete(self, claim: jobs_service.Claim, outcome: Outcome, started: float) -> None:
         """Raises ClaimLost when the job stopped being this worker's before it could complete."""
         job = claim.job
-        if not self.lifecycle.complete(
-            claim, outcome.result, outcome.media, outcome.message, outcome.records
-        ):
+        # The output is stored: a database blink now must not throw it away and fail the job.
+        completed = through_database_blips(
+            f"completing job {job.id}",
+            lambda: self.lifecycle.complete(
+                claim, outcome.result, outcome.media, outcome.message, outcome.records
+            ),
+        )
+        if not completed:
             raise ClaimLost()
         log.info(
             "job %s %s completed in %.2fs, peak rss %d MiB",
@@ -62,7 +67,7 @@ class Settlement:
         else:
             log.error("job %s failed", job.id, exc_info=error)
         self.store.discard(stored)
-        self.lifecycle.fail(claim, message)
+        through_database_blips(f"failing job {job.id}", lambda: self.lifecycle.fail(claim, message))
         metrics.job_ended(job.operation, "failed", time.perf_counter() - started)
 
 

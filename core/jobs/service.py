@@ -338,7 +338,7 @@ def complete(
             finished_at=utcnow(),
             lease_expires_at=None,
         ):
-            return False
+            return _ended_by(session, claim, JobStatus.COMPLETED)
         repository.add_media(session, media)
         session.add_all(records)
         credits.settle(session, job.account_id, job.id, job.credits_reserved)
@@ -372,9 +372,16 @@ def fail(db: Database, claim: Claim, message: str) -> bool:
             finished_at=utcnow(),
             lease_expires_at=None,
         ):
-            return False
+            return _ended_by(session, claim, JobStatus.FAILED)
         credits.refund(session, job.account_id, job.id, job.credits_reserved, "failed")
         return True
+
+
+def _ended_by(session: Session, claim: Claim, status: JobStatus) -> bool:
+    """Whether this claim already ended the job so: an earlier try whose commit landed but
+    whose answer was lost (the connection dropped), retried. Its rows are all there."""
+    job = repository.get(session, claim.job.id)
+    return job is not None and job.status == status and job.claim_token == claim.token
 
 
 def hand_back(db: Database, claim: Claim) -> bool:

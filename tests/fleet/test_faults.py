@@ -14,7 +14,7 @@ from sqlalchemy.exc import OperationalError
 from core.accounts import service as accounts
 from core.clock import utcnow
 from core.jobs import service as jobs_service
-from core.jobs.contract import image_folder
+from core.jobs.contract import ImagesResult, image_folder
 from core.jobs.lifecycle import JobLifecycle
 from core.services import Services
 from core.tables import Job
@@ -134,6 +134,32 @@ def test_a_claim_whose_answer_was_lost_is_recovered_at_once_by_the_same_delivery
     # Another delivery of the same job still finds nothing to claim.
     assert lifecycle.claim(job.id, "another-delivery") is None
     assert lifecycle.fail(claim, "ended by the test")
+
+
+def test_a_settlement_whose_answer_was_lost_counts_as_done_by_the_same_claim(
+    service: Service, key: str
+) -> None:
+    """A worker tries its completion (or failure) again through a dropped connection: when the
+    first try's commit had landed, the retry finds the job ended by its own claim and says so,
+    so the stored output is kept and the charge settled once."""
+    completed = _unpublished_job(service, key, "[sleep 0] completed, answer lost")
+    failed = _unpublished_job(service, key, "[sleep 0] failed, answer lost")
+    lifecycle = JobLifecycle.for_services(service.services)
+    db = service.services.db
+    claims = [claim_job(lifecycle, job.id) for job in (completed, failed)]
+    assert claims[0] is not None and claims[1] is not None
+    empty = ImagesResult(images=[]).stored()
+    for _ in range(2):
+        assert jobs_service.complete(db, claims[0], empty, [], None)
+        assert jobs_service.fail(db, claims[1], "ended by the test")
+    # Another claim's retry is not mistaken for this one's.
+    stranger = jobs_service.Claim(job=completed, token="another-delivery")
+    assert not jobs_service.complete(db, stranger, empty, [], None)
+    assert not jobs_service.fail(db, stranger, "ended by the test")
+    assert job_row(service.services, completed.id).status == "completed"
+    assert job_row(service.services, failed.id).status == "failed"
+    kinds = ledger_kinds(service.services, key)
+    assert (kinds.count("settle"), kinds.count("refund")) == (1, 1)
 
 
 @pytest.mark.slow

@@ -153,6 +153,37 @@ def test_a_postgres_outage_answers_503_writes_nothing_half_and_recovers(
             assert fleet.balance(key) == 100 - 3
 
 
+@pytest.mark.distributed
+def test_a_database_blink_as_a_worker_completes_a_job_keeps_its_output(
+    postgres_database: str, redis_url: str, tmp_path: Path
+) -> None:
+    """The output is stored when the completion's connection drops: the settlement is tried
+    again (its first commit may have landed: the claim token tells), never the job failed."""
+    target = urlsplit(postgres_database)
+    with tcp_proxy(target.hostname or "127.0.0.1", target.port or 5432) as proxy:
+        proxied = urlunsplit(target._replace(netloc=f"{target.username}@127.0.0.1:{proxy.port}"))
+        env = {
+            **COMMON_ENV,
+            "SFUMATO_DATABASE_URL": postgres_database,
+            "SFUMATO_BROKER_URL": redis_url,
+        }
+        # Only the worker reaches the database through the proxy: the gateway stays up.
+        with running_fleet(env, tmp_path, gateways=1) as fleet:
+            fleet.add_worker("image", env={"SFUMATO_DATABASE_URL": proxied})
+            fleet.wait_ready()
+            key = fleet.new_key(credits=100)
+            with fleet.client(fleet.gateways[0], key, timeout=30) as client:
+                proxy.drop_on(b"UPDATE jobs SET status=$1::VARCHAR, result=")
+                job = create(client, "[sleep 0] a blink at the end", quality="low")
+                done = wait_done(client, job["id"])
+                assert proxy.tripped.is_set()
+                assert done["status"] == "completed", done
+                image = httpx.get(done["result"]["images"][0]["url"])
+                assert image.content.startswith(b"\x89PNG")
+            assert fleet.balance(key) == 100 - 1
+            assert ledger_kinds(fleet.services, key) == ["grant", "reserve", "settle"]
+
+
 def _accepted(client: httpx.Client, body: dict[str, str]) -> dict[str, str] | None:
     answer = client.post("/images/generate", json=body)
     if answer.status_code == 202:

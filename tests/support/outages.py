@@ -19,7 +19,8 @@ class TcpProxy:
     """Forwards 127.0.0.1:port to a target. `cut()` drops every connection and refuses new ones
     (closes them at once) until `restore()`; `cut_on(marker)` cuts when a client sends bytes
     containing `marker`, before they reach the target (a query in flight when the server
-    vanishes)."""
+    vanishes); `drop_on(marker)` drops every connection then but lets new ones through (a
+    blink: a failover, a reset connection)."""
 
     def __init__(self, target_host: str, target_port: int) -> None:
         self.target = (target_host, target_port)
@@ -29,18 +30,24 @@ class TcpProxy:
         self._open: set[socket.socket] = set()
         self._cut = False
         self._marker: bytes | None = None
+        self._refuse_after_marker = True
         self.tripped = threading.Event()
         threading.Thread(target=self._accept, daemon=True).start()
 
-    def cut(self) -> None:
+    def cut(self, refuse: bool = True) -> None:
         with self._lock:
-            self._cut = True
+            self._cut = refuse
             doomed = list(self._open)
             self._open.clear()
         for sock in doomed:
             _close(sock)
 
     def cut_on(self, marker: bytes) -> None:
+        self._refuse_after_marker = True
+        self._marker = marker
+
+    def drop_on(self, marker: bytes) -> None:
+        self._refuse_after_marker = False
         self._marker = marker
 
     def restore(self) -> None:
@@ -88,7 +95,7 @@ class TcpProxy:
                 if from_client and marker is not None and marker in data:
                     self._marker = None
                     self.tripped.set()
-                    self.cut()
+                    self.cut(refuse=self._refuse_after_marker)
                     return
                 sink.sendall(data)
         except OSError:
