@@ -7,9 +7,14 @@ worker code; a worker registers the task on an app made here (`workers/celery_ap
 
 from __future__ import annotations
 
+import threading
+import time
+from queue import Empty
+from typing import Any
 from urllib.parse import urlsplit
 
 from celery import Celery
+from kombu.transport import memory
 
 from core.config import QueueConfig
 from core.settings import Settings
@@ -33,6 +38,88 @@ def celery_broker_url(broker_url: str) -> str:
     return broker_url
 
 
+# kombu's in-memory transport polls: a consumer that finds nothing sleeps `polling_interval` and
+# looks again. At 1 s (the default) that is a second of start latency per job; at a few ms, each
+# of an embedded gateway's idle workers spins hundreds of times a second, and together they took
+# two fifths of the serving process's CPU (and GIL) from requests (docs/benchmarks.md, job_read).
+WAKING_MEMORY_TRANSPORT = "core.broker:WakingMemoryTransport"
+# A consumer rechecks at least this often: a safety net, not the way it learns of messages.
+MEMORY_RECHECK_SECONDS = 0.5
+
+
+class _Wakeups:
+    """Counts what can let a waiting consumer take a message: one put on a queue, or a delivery
+    settled (acknowledged, rejected, recovered: room again under the prefetch limit)."""
+
+    def __init__(self) -> None:
+        self.changed = threading.Condition()
+        self.count = 0
+
+    def announce(self) -> None:
+        with self.changed:
+            self.count += 1
+            self.changed.notify_all()
+
+    def wait_past(self, seen: int, seconds: float) -> None:
+        with self.changed:
+            if self.count == seen:
+                self.changed.wait(seconds)
+
+
+WAKEUPS = _Wakeups()
+
+
+class WakingMemoryChannel(memory.Channel):
+    def _put(self, queue: str, message: Any, **kwargs: Any) -> None:
+        super()._put(queue, message, **kwargs)
+        WAKEUPS.announce()
+
+    def _put_fanout(
+        self, exchange: str, message: Any, routing_key: str | None = None, **kwargs: Any
+    ) -> None:
+        super()._put_fanout(exchange, message, routing_key, **kwargs)
+        WAKEUPS.announce()
+
+    def basic_ack(self, delivery_tag: int, multiple: bool = False) -> None:
+        super().basic_ack(delivery_tag, multiple)
+        WAKEUPS.announce()
+
+    def basic_reject(self, delivery_tag: int, requeue: bool = False) -> None:
+        super().basic_reject(delivery_tag, requeue)
+        WAKEUPS.announce()
+
+    def basic_recover(self, requeue: bool = False) -> None:
+        super().basic_recover(requeue)
+        WAKEUPS.announce()
+
+
+class WakingMemoryTransport(memory.Transport):
+    """The in-memory transport whose idle consumers sleep until a message is put (or a delivery
+    settled), instead of polling."""
+
+    Channel = WakingMemoryChannel
+
+    # kombu's two base classes disagree on this signature; this is the virtual one's.
+    def drain_events(self, connection: Any, timeout: float | None = None) -> None:  # type: ignore[override]
+        deadline = None if timeout is None else time.monotonic() + timeout
+        cycle = self.cycle
+        assert cycle is not None, "a connection's channels are set up before it drains"
+        while True:
+            seen = WAKEUPS.count  # before looking: whatever comes after wakes the wait below
+            try:
+                cycle.get(self._deliver, timeout=timeout)
+                return
+            except Empty:
+                pass
+            wait = MEMORY_RECHECK_SECONDS
+            if deadline is not None:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    raise TimeoutError()  # socket.timeout, which Celery expects
+                wait = min(wait, remaining)
+            WAKEUPS.wait_past(seen, wait)
+
+
 def make_celery(settings: Settings, pool: QueueConfig | None = None) -> Celery:
     """A Celery app for this deployment's broker, configured for a pool's worker (`pool`) or,
     without one, for publishing. Embedded mode builds one app per worker: `setup_queues()`
@@ -49,11 +136,11 @@ def make_celery(settings: Settings, pool: QueueConfig | None = None) -> Celery:
         task_serializer="json",
         accept_content=["json"],
         broker_connection_retry_on_startup=True,
-        broker_transport_options={
-            "visibility_timeout": pool.visibility_timeout_seconds,
-            # The default 1 s poll of the in-memory transport is 1 s of start latency per job.
-            "polling_interval": settings.broker_polling_interval,
-        },
+        broker_transport_options={"visibility_timeout": pool.visibility_timeout_seconds},
+        # In-memory: consumers woken by what they wait for, not polling (see the class).
+        broker_transport=(
+            WAKING_MEMORY_TRANSPORT if urlsplit(settings.broker_url).scheme == "memory" else None
+        ),
         worker_hijack_root_logger=False,
         worker_send_task_events=False,
         task_send_sent_event=False,

@@ -53,7 +53,6 @@ class Settings(BaseSettings):
     # A pending job published this long ago and still unclaimed is published again (the broker
     # may have lost it); a duplicate delivery is harmless because claims are compare-and-set.
     republish_after_seconds: float = Field(default=300.0, gt=0)
-    broker_polling_interval: float = Field(default=0.005, gt=0)
 
     # Prices, plans and rate limits (TOML) replacing core/defaults.toml key by key.
     config_file: Path | None = None
