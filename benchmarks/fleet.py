@@ -30,7 +30,7 @@ from benchmarks.harness import (
     running,
     service_view,
     temporary_postgres_database,
-    wait_for_http,
+    wait_until_ready,
 )
 from benchmarks.long_poll import completion_to_answer
 from benchmarks.measures import percentile
@@ -121,7 +121,7 @@ def fleet(work_dir: Path, gateways: int, workers: int, pipelines: str) -> Iterat
             for i in range(workers)
         ]
         for deployment in deployments:
-            wait_for_http(deployment.gateway, deployment.port)
+            wait_until_ready(deployment.gateway, deployment.port)
         for child in children:
             _wait_for_log(child, " ready.")
         yield Fleet(deployments, children)

@@ -125,6 +125,28 @@ def wait_for_http(child: Child, port: int, timeout: float = 60) -> None:
         time.sleep(0.1)
 
 
+def wait_until_ready(child: Child, port: int, timeout: float = 180) -> None:
+    """Until the gateway's `/readyz` answers 200: its database, broker and style search's
+    sentence model (loaded in a background thread at start-up, seconds of CPU) all ready, so no
+    measured window shares the CPU with a start-up still going on."""
+    wait_for_http(child, port, timeout)
+    probe = request_bytes("GET", "/readyz", port, {})
+
+    async def ready() -> bool:
+        connection = await HttpConnection.open(port)
+        try:
+            return (await connection.send(probe)).status == 200
+        finally:
+            connection.close()
+
+    deadline = time.monotonic() + timeout
+    while not asyncio.run(ready()):
+        child.check_alive()
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"the gateway on port {port} was not ready after {timeout}s")
+        time.sleep(0.2)
+
+
 @dataclass(frozen=True)
 class JobTimes:
     created_at: datetime
@@ -211,7 +233,7 @@ def deployment(
         if mode == "distributed":
             worker = ["-m", "sfumato", "worker", "--queue", "image", "--log-level", "warning"]
             stack.enter_context(running(Child(worker, env, data_dir / "worker.log")))
-        wait_for_http(gateway, port)
+        wait_until_ready(gateway, port)
         yield Deployment(gateway, port, services.db)
 
 
