@@ -112,11 +112,15 @@ def image_choices(page: Page, gallery: Gallery) -> list[Choice]:
         for image in card.images
     ]
     uploads, _ = uploads_service.list_page(page.services, account_id, None, 24)
-    thumbnail_urls = gallery.thumbnail_urls([media.id for media in uploads])
+    media_ids = [media.id for media in uploads]
+    thumbnail_urls = gallery.thumbnail_urls(media_ids)
+    # By file name: uploads sent together (two frames of a video) differ by nothing else.
+    names = uploads_service.filenames(page.services, media_ids)
     choices += [
         Choice(
             media.id,
-            f"Upload from {media.created_at:%Y-%m-%d %H:%M}",
+            f"Upload {names.get(media.id, '')} ({media.width}\u00d7{media.height}), "
+            f"{media.created_at:%Y-%m-%d %H:%M}",
             thumbnail_urls[media.id],
             False,
         )

@@ -156,7 +156,7 @@ def test_upload_a_png_and_use_it_as_a_reference(
 
     page.get_by_role("link", name="Create", exact=True).click()
     page.get_by_label("Prompt").first.fill("[echo-reference] the upload, echoed")
-    page.locator("#generate").get_by_label(re.compile("Upload from")).check()
+    page.locator("#generate").get_by_label(re.compile("Upload red.png")).check()
     page.get_by_role("button", name="Generate", exact=True).click()
     image = page.get_by_role("img", name=re.compile("echoed"))
     expect(image).to_be_visible(timeout=60_000)
