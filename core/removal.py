@@ -15,6 +15,7 @@ from core.jobs import repository as jobs_repository
 from core.storage import Storage, StorageError
 from core.styles import repository as styles_repository
 from core.tables import Media
+from core.thumbnails import repository as thumbnails_repository
 
 log = logging.getLogger(__name__)
 
@@ -42,11 +43,13 @@ def refuse_if_input_of_job_in_flight(
 
 
 def drop_media(session: Session, media: Sequence[Media]) -> list[str]:
-    """Unlink the media from every style folder and delete their rows; their storage keys."""
+    """Unlink the media from every style folder and delete their rows and their thumbnails'
+    (the dashboard's small renditions); the storage keys of all of them."""
     ids = [item.id for item in media]
     styles_repository.unlink_media(session, ids)
+    thumbnail_keys = thumbnails_repository.delete_of(session, ids)
     jobs_repository.delete_media(session, ids)
-    return [item.storage_key for item in media]
+    return [item.storage_key for item in media] + thumbnail_keys
 
 
 def delete_stored(storage: Storage, keys: Sequence[str]) -> None:

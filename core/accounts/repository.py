@@ -9,6 +9,7 @@ from sqlalchemy import Connection, Row, bindparam, select, update
 from sqlalchemy.orm import Session
 
 from core.config import PlanConfig
+from core.pagination import newest_first
 from core.tables import Account, ApiKey, Plan
 
 
@@ -59,6 +60,13 @@ def list_accounts(session: Session) -> Sequence[Account]:
     return session.scalars(select(Account).order_by(Account.created_at, Account.id)).all()
 
 
+def accounts_page(
+    session: Session, after: tuple[datetime, str] | None, limit: int
+) -> Sequence[Account]:
+    """Every account, newest first, keyset on (created_at, id)."""
+    return newest_first(session, select(Account), Account, after, limit)
+
+
 def add_key(
     session: Session,
     account_id: str,
@@ -82,6 +90,14 @@ def keys_of(session: Session, account_id: str) -> Sequence[ApiKey]:
         .where(ApiKey.account_id == account_id, ApiKey.purpose == "api")
         .order_by(ApiKey.created_at)
     ).all()
+
+
+def keys_page(
+    session: Session, account_id: str, after: tuple[datetime, str] | None, limit: int
+) -> Sequence[ApiKey]:
+    """The account's keys (never the dashboard's own), newest first, keyset on (created_at, id)."""
+    query = select(ApiKey).where(ApiKey.account_id == account_id, ApiKey.purpose == "api")
+    return newest_first(session, query, ApiKey, after, limit)
 
 
 def dashboard_key(session: Session, account_id: str) -> ApiKey | None:

@@ -20,6 +20,7 @@ from core.credits import service as credits
 from core.db import Database
 from core.errors import DomainError
 from core.events import JobEvents
+from core.pagination import decode_cursor, page_of
 from core.sessions import repository as sessions_repository
 from core.tables import Account, ApiKey, CreditEntry, Plan
 
@@ -153,6 +154,13 @@ def list_accounts(db: Database) -> list[Account]:
         return list(repository.list_accounts(session))
 
 
+def accounts_page(db: Database, cursor: str | None, limit: int) -> tuple[list[Account], str | None]:
+    """One page of every account, newest first, and the next cursor. Raises BadCursor."""
+    after = decode_cursor(cursor) if cursor else None
+    with db.read() as session:
+        return page_of(list(repository.accounts_page(session, after, limit + 1)), limit)
+
+
 @dataclass(frozen=True)
 class Overview:
     """What `GET /account` shows: the caller's plan (with its limits) and credit balance."""
@@ -207,6 +215,15 @@ def list_keys(db: Database, email: str) -> list[ApiKey]:
     account = find_account(db, email)
     with db.read() as session:
         return list(repository.keys_of(session, account.id))
+
+
+def keys_page(
+    db: Database, account_id: str, cursor: str | None, limit: int
+) -> tuple[list[ApiKey], str | None]:
+    """One page of the account's keys, newest first, and the next cursor. Raises BadCursor."""
+    after = decode_cursor(cursor) if cursor else None
+    with db.read() as session:
+        return page_of(list(repository.keys_page(session, account_id, after, limit + 1)), limit)
 
 
 def set_key_state(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from sqlalchemy import select
+from sqlalchemy import delete, select
 from sqlalchemy.orm import Session
 
 from core.tables import Media, Thumbnail
@@ -39,3 +39,13 @@ def add_unless_present(session: Session, thumbnail: Thumbnail) -> Thumbnail:
     session.add(thumbnail)
     session.flush()
     return thumbnail
+
+
+def delete_of(session: Session, media_ids: Iterable[str]) -> list[str]:
+    """Delete the thumbnails of these media (before the media rows they point at); their
+    storage keys."""
+    ids = list(media_ids)
+    keys = list(keys_of(session, ids).values())
+    if keys:
+        session.execute(delete(Thumbnail).where(Thumbnail.media_id.in_(ids)))
+    return keys

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from datetime import datetime
 
 from sqlalchemy import delete, select, update
@@ -101,3 +101,12 @@ def media_page(
     """The account's completed uploads, newest first, keyset on (created_at, id)."""
     query = select(Media).where(Media.account_id == account_id, Media.kind == "upload")
     return newest_first(session, query, Media, after, limit)
+
+
+def filenames_of(session: Session, upload_ids: Iterable[str]) -> dict[str, str]:
+    """Each upload's file name as the browser sent it, by id (a completed upload's media row
+    has the same id)."""
+    rows = session.execute(
+        select(Upload.id, Upload.filename).where(Upload.id.in_(list(upload_ids)))
+    )
+    return {upload_id: filename for upload_id, filename in rows}

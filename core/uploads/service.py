@@ -223,6 +223,14 @@ def delete(services: Services, account_id: str, upload_id: str) -> None:
     removal.delete_stored(services.storage, keys)
 
 
+def filenames(services: Services, media_ids: list[str]) -> dict[str, str]:
+    """The file names the uploads behind these media rows were sent with, by media id."""
+    if not media_ids:
+        return {}
+    with services.db.read() as session:
+        return repository.filenames_of(session, media_ids)
+
+
 def list_page(
     services: Services, account_id: str, cursor: str | None, limit: int
 ) -> tuple[list[Media], str | None]:

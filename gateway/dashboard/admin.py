@@ -13,33 +13,50 @@ from gateway.dashboard.web import (
     DashboardRoute,
     Page,
     PageDep,
+    PageSize,
     PostedDep,
     error_page,
     see_other,
 )
 
 router = APIRouter(route_class=DashboardRoute)
+PAGE_SIZE = 24
 DONE = {"plan": "The plan was changed.", "credit": "The credits were granted."}
 
 
-def _admin_page(page: Page, status: int = 200, **context: Any) -> Response:
+def _admin_page(
+    page: Page,
+    status: int = 200,
+    cursor: str | None = None,
+    limit: int = PAGE_SIZE,
+    **context: Any,
+) -> Response:
     if not page.user.is_admin:
         return error_page(
             page.request, 403, "Admins only", "This page is for administrators.", page.user
         )
+    listed, next_cursor = accounts.accounts_page(page.services.db, cursor, limit)
     return page.render(
         "admin.html",
         status,
         nav="admin",
-        accounts=accounts.list_accounts(page.services.db),
+        accounts=listed,
         plans=sorted(page.services.config.plans),
+        cursor=cursor,
+        next_cursor=next_cursor,
+        limit=limit,
         **context,
     )
 
 
 @router.get("/admin")
-def admin_page(page: PageDep, done: Annotated[str, Query(max_length=16)] = "") -> Response:
-    return _admin_page(page, notice=DONE.get(done))
+def admin_page(
+    page: PageDep,
+    done: Annotated[str, Query(max_length=16)] = "",
+    cursor: Annotated[str | None, Query(max_length=512)] = None,
+    limit: PageSize = PAGE_SIZE,
+) -> Response:
+    return _admin_page(page, cursor=cursor, limit=limit, notice=DONE.get(done))
 
 
 @router.post("/admin/plan")

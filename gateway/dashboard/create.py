@@ -112,11 +112,15 @@ def image_choices(page: Page, gallery: Gallery) -> list[Choice]:
         for image in card.images
     ]
     uploads, _ = uploads_service.list_page(page.services, account_id, None, 24)
-    thumbnail_urls = gallery.thumbnail_urls([media.id for media in uploads])
+    media_ids = [media.id for media in uploads]
+    thumbnail_urls = gallery.thumbnail_urls(media_ids)
+    # By file name: uploads sent together (two frames of a video) differ by nothing else.
+    names = uploads_service.filenames(page.services, media_ids)
     choices += [
         Choice(
             media.id,
-            f"Upload from {media.created_at:%Y-%m-%d %H:%M}",
+            f"Upload {names.get(media.id, '')} ({media.width}\u00d7{media.height}), "
+            f"{media.created_at:%Y-%m-%d %H:%M}",
             thumbnail_urls[media.id],
             False,
         )
@@ -218,6 +222,16 @@ REQUESTS: dict[str, Callable[[Page], JobRequest]] = {
 }
 
 
+# Each form's image fields (the form's own names): a select that says which image to use.
+IMAGE_FIELDS = {
+    "edit": ("image",),
+    "reframe": ("image",),
+    "upscale": ("image",),
+    "animate": ("image",),
+    "frames": ("start_image", "end_image"),
+}
+
+
 class FormRefused(Exception):
     """A create the form must show again, with why."""
 
@@ -234,11 +248,20 @@ def _described(details: dict[str, str]) -> dict[str, str]:
 
 def create_job(page: Page, form: str) -> str:
     """Create the job the posted form asks for; its id. Raises FormRefused."""
+    details: dict[str, str] = {}
+    request: JobRequest | None = None
     try:
         request = REQUESTS[form](page)
     except ValidationError as error:
-        details = validation_details(list(error.errors()))
-        raise FormRefused("Please correct the form.", _described(details), 400) from None
+        details = _described(validation_details(list(error.errors())))
+    # An image not chosen, said as the form would (the request's own reason names an id).
+    details |= {
+        LABELS[name]: "choose an image"
+        for name in IMAGE_FIELDS.get(form, ())
+        if not page.field(name)
+    }
+    if details or request is None:
+        raise FormRefused("Please correct the form.", details, 400)
     runtime = page.runtime
     caller = accounts.dashboard_caller(page.services.db, page.user.account_id)
     decision = runtime.limiter.hit(bucket_of("POST", API_PATHS[form]), caller.api_key_id)

@@ -16,6 +16,7 @@ from gateway.dashboard.web import (
     DashboardRoute,
     Page,
     PageDep,
+    PageSize,
     PostedDep,
     error_page,
     see_other,
@@ -60,7 +61,7 @@ def jobs_page(
     kind: Annotated[str, Query(alias="type", max_length=16)] = "",
     status: Annotated[str, Query(max_length=16)] = "",
     cursor: Annotated[str | None, Query(max_length=512)] = None,
-    limit: Annotated[int, Query(ge=1, le=50)] = PAGE_SIZE,
+    limit: PageSize = PAGE_SIZE,
 ) -> Response:
     kind = kind if kind in TYPE_FILTERS else ""
     status = status if status in STATUS_FILTERS else ""

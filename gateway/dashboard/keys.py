@@ -3,12 +3,23 @@ through `core/accounts/service.py`, as `sfumato keys` does."""
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Response
+from typing import Annotated
+
+from fastapi import APIRouter, Query, Response
 
 from core.accounts import service as accounts
-from gateway.dashboard.web import PREFIX, DashboardRoute, Page, PageDep, PostedDep, see_other
+from gateway.dashboard.web import (
+    PREFIX,
+    DashboardRoute,
+    Page,
+    PageDep,
+    PageSize,
+    PostedDep,
+    see_other,
+)
 
 router = APIRouter(route_class=DashboardRoute)
+PAGE_SIZE = 24
 DONE = {
     "renamed": "The key was renamed.",
     "deactivated": "The key is deactivated: requests with it are refused until you activate it.",
@@ -17,14 +28,34 @@ DONE = {
 }
 
 
-def _keys_page(page: Page, status: int = 200, **context: object) -> Response:
-    keys = accounts.list_keys(page.services.db, page.user.email)
-    return page.render("keys.html", status, nav="keys", keys=keys, **context)
+def _keys_page(
+    page: Page,
+    status: int = 200,
+    cursor: str | None = None,
+    limit: int = PAGE_SIZE,
+    **context: object,
+) -> Response:
+    keys, next_cursor = accounts.keys_page(page.services.db, page.user.account_id, cursor, limit)
+    return page.render(
+        "keys.html",
+        status,
+        nav="keys",
+        keys=keys,
+        cursor=cursor,
+        next_cursor=next_cursor,
+        limit=limit,
+        **context,
+    )
 
 
 @router.get("/keys")
-def keys_page(page: PageDep, done: str = "") -> Response:
-    return _keys_page(page, notice=DONE.get(done))
+def keys_page(
+    page: PageDep,
+    done: Annotated[str, Query(max_length=16)] = "",
+    cursor: Annotated[str | None, Query(max_length=512)] = None,
+    limit: PageSize = PAGE_SIZE,
+) -> Response:
+    return _keys_page(page, cursor=cursor, limit=limit, notice=DONE.get(done))
 
 
 @router.post("/keys")

@@ -28,12 +28,14 @@ def _uploads_page(page: Page, status: int = 200, **context: Any) -> Response:
     media, next_cursor = uploads_service.list_page(
         page.services, page.user.account_id, cursor, PAGE_SIZE
     )
-    thumbnail_urls = gallery_for(page).thumbnail_urls([row.id for row in media])
+    media_ids = [row.id for row in media]
+    thumbnail_urls = gallery_for(page).thumbnail_urls(media_ids)
+    names = uploads_service.filenames(page.services, media_ids)
     return page.render(
         "uploads.html",
         status,
         nav="uploads",
-        uploads=[(row, thumbnail_urls[row.id]) for row in media],
+        uploads=[(row, thumbnail_urls[row.id], names.get(row.id, "")) for row in media],
         next_cursor=next_cursor,
         max_bytes=page.services.settings.max_image_bytes,
         **context,

@@ -12,7 +12,8 @@ from typing import Annotated, Any
 from urllib.parse import quote
 
 import anyio
-from fastapi import Depends, Request, Response
+from fastapi import Depends, Query, Request, Response
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, RedirectResponse
 from fastapi.routing import APIRoute
 from fastapi.templating import Jinja2Templates
@@ -20,8 +21,10 @@ from starlette.datastructures import FormData
 
 from core.db import DATABASE_UNAVAILABLE
 from core.errors import DomainError
+from core.pagination import BadCursor
 from core.sessions import service as sessions
 from core.sessions.service import SignedIn
+from gateway.errors import validation_details
 from gateway.runtime import Gateway
 
 log = logging.getLogger(__name__)
@@ -32,6 +35,8 @@ TEMPLATES = Jinja2Templates(directory=Path(__file__).parent / "templates")
 STATIC_DIR = Path(__file__).parent / "static"
 CSRF_FIELD = "csrf_token"
 CSRF_HEADER = "x-csrf-token"
+# A list page's size: the bounds of the API's list endpoints (SPEC.md: 1 to 50).
+PageSize = Annotated[int, Query(ge=1, le=50)]
 
 
 def _when(moment: datetime | None) -> str:
@@ -182,14 +187,21 @@ PostedDep = Annotated[Page, Depends(_posted)]
 
 
 def error_page(
-    request: Request, status: int, title: str, message: str, user: SignedIn | None = None
+    request: Request,
+    status: int,
+    title: str,
+    message: str,
+    user: SignedIn | None = None,
+    back: str | None = None,
 ) -> HTMLResponse:
-    return render(request, "error.html", status, title=title, message=message, user=user)
+    """A refusal's page; `back` (a dashboard path) is where to start again, else the jobs."""
+    return render(request, "error.html", status, title=title, message=message, user=user, back=back)
 
 
 class DashboardRoute(APIRoute):
     """Refusals become a page with their message; a missing session, the sign-in page; a
-    rejected CSRF token, a 403 page; anything unexpected, a plain 500 page (logged)."""
+    rejected CSRF token, a 403 page; a page link whose cursor or query was tampered with, a 400
+    page back to the list's first page; anything unexpected, a plain 500 page (logged)."""
 
     def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
         handler = super().get_route_handler()
@@ -215,6 +227,23 @@ class DashboardRoute(APIRoute):
                     403,
                     "The form has expired",
                     "Nothing was changed. Reload the page and try again.",
+                )
+            except BadCursor:
+                return error_page(
+                    request,
+                    400,
+                    "That page link is not valid",
+                    "Its position in the list was changed or did not come from this page.",
+                    back=request.url.path,
+                )
+            except RequestValidationError as error:
+                details = validation_details(list(error.errors()))
+                return error_page(
+                    request,
+                    400,
+                    "That page link is not valid",
+                    "; ".join(f"{name} {why}" for name, why in details.items()),
+                    back=request.url.path,
                 )
             except DomainError as error:
                 return error_page(request, error.status, "That did not work", error.message)

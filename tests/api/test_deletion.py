@@ -9,7 +9,8 @@ import pytest
 
 from core.accounts import service as accounts
 from core.ids import new_id
-from core.tables import Job, Media, Style, StyleAsset
+from core.tables import Job, Media, Style, StyleAsset, Thumbnail
+from core.thumbnails import service as thumbnails
 from tests.support.http_jobs import create, wait_done
 from tests.support.images import image_bytes
 from tests.support.service import Service
@@ -64,6 +65,27 @@ def test_a_finished_job_is_deleted_with_its_files_and_its_ledger_kept(
         row = session.get(Job, job["id"])
         assert row is not None and row.deleted_at is not None and row.inputs == {}
         assert session.query(Media).filter(Media.job_id == job["id"]).count() == 0
+
+
+def test_images_shown_in_the_dashboard_are_deleted_with_their_thumbnails(
+    service: Service, key: str
+) -> None:
+    """The dashboard's small renditions point at their images: they go with them."""
+    caller = accounts.authenticate(service.services.db, key)
+    assert caller is not None
+    storage = service.services.storage
+    with service.client(key) as client:
+        job = wait_done(client, create(client, "[sleep 0] dunes")["id"])
+        upload = completed_upload(client)
+        media_ids = [job["result"]["images"][0]["id"], upload["id"]]
+        made = [thumbnails.thumbnail_of(service.services, caller.account_id, m) for m in media_ids]
+        keys = [thumbnail.storage_key for thumbnail in made if thumbnail is not None]
+        assert len(keys) == 2 and all(storage.size_of(key) for key in keys)
+        assert client.delete(f"/jobs/{job['id']}").status_code == 204
+        assert client.delete(f"/uploads/{upload['id']}").status_code == 204
+    with service.services.db.read() as session:
+        assert [session.get(Thumbnail, media_id) for media_id in media_ids] == [None, None]
+    assert [storage.size_of(key) for key in keys] == [None, None]
 
 
 def test_a_job_in_flight_is_a_409_until_cancelled(service: Service, key: str) -> None:

@@ -94,6 +94,27 @@ def test_keys_created_deactivated_and_revoked_in_the_browser_take_effect_at_once
     screenshot(page, "keys")
 
 
+def test_the_keys_list_pages_older_and_back_to_the_newest(
+    dash: Service, context: BrowserContext, person: Callable[..., Person]
+) -> None:
+    who = person()
+    for number in range(27):
+        accounts.create_key(dash.services.db, who.email, f"key {number:02d}", None)
+    page = context.new_page()
+    sign_in(page, dash.url, who)
+    page.get_by_role("link", name="API keys").click()
+    rows = page.locator("tr[data-key-id]")
+    expect(rows).to_have_count(24)
+    expect(rows.first.get_by_label("Name of key")).to_have_value("key 26")  # newest first
+    page.get_by_role("link", name="Older keys").click()
+    expect(rows).to_have_count(3)
+    expect(rows.last.get_by_label("Name of key")).to_have_value("key 00")
+    expect(page.get_by_role("link", name="Older keys")).to_have_count(0)
+    screenshot(page, "keys-older")
+    page.get_by_role("link", name="Newest keys").click()
+    expect(rows).to_have_count(24)
+
+
 def test_generate_from_the_form_and_watch_the_progress_reach_the_image(
     dash: Service, context: BrowserContext, person: Callable[..., Person]
 ) -> None:
@@ -156,7 +177,7 @@ def test_upload_a_png_and_use_it_as_a_reference(
 
     page.get_by_role("link", name="Create", exact=True).click()
     page.get_by_label("Prompt").first.fill("[echo-reference] the upload, echoed")
-    page.locator("#generate").get_by_label(re.compile("Upload from")).check()
+    page.locator("#generate").get_by_label(re.compile("Upload red.png")).check()
     page.get_by_role("button", name="Generate", exact=True).click()
     image = page.get_by_role("img", name=re.compile("echoed"))
     expect(image).to_be_visible(timeout=60_000)

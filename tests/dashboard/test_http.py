@@ -1,9 +1,11 @@
 """The dashboard's rules over plain HTTP: nothing changes without a session or without the
 CSRF token, a double-submitted form makes one job, sign-in is limited and says the same for an
-unknown email, and the dashboard stays out of the OpenAPI document."""
+unknown email, the keys and accounts lists page with the API's cursors, and the dashboard stays
+out of the OpenAPI document."""
 
 from __future__ import annotations
 
+import html
 import io
 import re
 import time
@@ -23,6 +25,8 @@ pytestmark = pytest.mark.slow
 CSRF = re.compile(r'name="csrf_token" value="([^"]+)"')
 SIGNIN = re.compile(r'name="signin_token" value="([^"]+)"')
 FORM_TOKEN = re.compile(r'name="form_token" value="([^"]+)"')
+KEY_ROW = re.compile(r'<tr data-key-id="([^"]+)"')
+ACCOUNT_ROW = re.compile(r'<tr data-account-id="([^"]+)"')
 
 
 def browser_like(dash: Service, address: str) -> httpx.Client:
@@ -292,3 +296,71 @@ def test_the_upload_form_works_without_javascript(
     )
     assert presign.status_code == 403
     assert len(uploads_service.list_page(dash.services, account_id, None, 10)[0]) == 1
+
+
+def _every_page(
+    client: httpx.Client, first: str, row: re.Pattern[str], older: str
+) -> list[list[str]]:
+    """The row ids of each page, following the page's `older` link from `first` to the end."""
+    pages: list[list[str]] = []
+    path: str | None = first
+    while path is not None:
+        response = client.get(path)
+        assert response.status_code == 200, response.text
+        pages.append(row.findall(response.text))
+        link = re.search(rf'href="/dashboard(/[^"]+)">{older}</a>', response.text)
+        path = html.unescape(link.group(1)) if link else None
+        assert len(pages) < 50, "the pages never end"
+    return pages
+
+
+def test_the_keys_list_pages_with_cursors_showing_every_key_once(
+    dash: Service, signed_in: tuple[httpx.Client, Person]
+) -> None:
+    client, who = signed_in
+    made = [accounts.create_key(dash.services.db, who.email, f"key {n}", None) for n in range(30)]
+    newest_first = [new.key.id for new in reversed(made)]
+    first = client.get("/keys").text
+    assert len(KEY_ROW.findall(first)) == 24  # the default page
+    assert "Older keys" in first and "Newest keys" not in first
+    pages = _every_page(client, "/keys?limit=7", KEY_ROW, "Older keys")
+    assert [len(page) for page in pages] == [7, 7, 7, 7, 2]
+    assert [key_id for page in pages for key_id in page] == newest_first
+    later = client.get("/keys?limit=7&cursor=" + re.search(r"cursor=([^\"&]+)", first).group(1))  # type: ignore[union-attr]
+    assert "Newest keys" in later.text
+
+
+def test_the_admin_accounts_list_pages_with_cursors_showing_every_account_once(
+    dash: Service, signed_in: tuple[httpx.Client, Person], person: Callable[..., Person]
+) -> None:
+    client, who = signed_in
+    accounts.set_admin(dash.services.db, who.email)
+    for _ in range(7):
+        person()
+    every = {account.id for account in accounts.list_accounts(dash.services.db)}
+    assert len(every) > 8
+    pages = _every_page(client, "/admin?limit=3", ACCOUNT_ROW, "Older accounts")
+    seen = [account_id for page in pages for account_id in page]
+    assert sorted(seen) == sorted(every)  # each exactly once
+    assert all(len(page) == 3 for page in pages[:-1]) and 1 <= len(pages[-1]) <= 3
+
+
+@pytest.mark.parametrize("path", ["/keys", "/admin", "/jobs", "/uploads"])
+def test_a_tampered_page_link_gets_a_clear_page_not_a_500(
+    dash: Service, signed_in: tuple[httpx.Client, Person], path: str
+) -> None:
+    client, who = signed_in
+    accounts.set_admin(dash.services.db, who.email)
+    for _ in range(3):
+        accounts.create_key(dash.services.db, who.email, "k", None)
+    real = re.search(r"cursor=([^\"&]+)", client.get("/keys?limit=1").text).group(1)  # type: ignore[union-attr]
+    tampered = real[:-3] + ("AAA" if not real.endswith("AAA") else "BBB")
+    sizes = ("limit=0", "limit=51", "limit=many") if path != "/uploads" else ()
+    for query in (f"cursor={tampered}", "cursor=not-a-cursor", "cursor=" + "x" * 600, *sizes):
+        response = client.get(f"{path}?{query}")
+        assert response.status_code == 400, (query, response.text)
+        assert "That page link is not valid" in response.text
+        assert f'href="/dashboard{path}">Start again from the first page' in response.text
+        assert "Traceback" not in response.text and "went wrong" not in response.text
+    if sizes:
+        assert "limit must be at most 50" in client.get(f"{path}?limit=51").text
