@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import secrets
 from dataclasses import dataclass
@@ -31,9 +32,14 @@ TOUCH_INTERVAL = timedelta(seconds=60)
 MIN_PASSWORD_LENGTH = 10
 MAX_PASSWORD_LENGTH = 1024
 PASSWORDS = PasswordHasher()
-# Verified against when the email is unknown, so an unknown email costs what a wrong password
-# costs and the answer's timing does not tell them apart.
-_UNKNOWN_ACCOUNT_HASH = PASSWORDS.hash(secrets.token_urlsafe(16))
+
+
+@functools.cache
+def _unknown_account_hash() -> str:
+    """Verified against when the email is unknown, so an unknown email costs what a wrong
+    password costs and the answer's timing does not tell them apart. Made on first use, not at
+    import: a hash costs tens of milliseconds and 64 MiB, and every process imports this."""
+    return PASSWORDS.hash(secrets.token_urlsafe(16))
 
 
 class AccountError(DomainError):
@@ -366,7 +372,7 @@ def check_password(db: Database, email: str, password: str) -> Account | None:
 
 def _password_matches(stored: str | None, password: str) -> bool:
     try:
-        return PASSWORDS.verify(stored or _UNKNOWN_ACCOUNT_HASH, password) and stored is not None
+        return PASSWORDS.verify(stored or _unknown_account_hash(), password) and stored is not None
     except (VerificationError, InvalidHashError):
         return False
 
