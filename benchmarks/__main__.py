@@ -1,5 +1,6 @@
 """`python -m benchmarks [name ...] [--quick]`: run benchmarks, print each one's results as it
-ends, and rewrite docs/benchmarks.md with them."""
+ends, and write them to docs/benchmarks.md (all of it when all run; named ones replace only
+their own sections)."""
 
 from __future__ import annotations
 
@@ -30,7 +31,7 @@ from benchmarks import (
 )
 from benchmarks.harness import REPO, Options
 from benchmarks.measures import raise_fd_limit
-from benchmarks.report import Section, document, machine
+from benchmarks.report import Section, document, machine, merged, run_stamp
 
 BENCHMARKS: dict[str, Callable[[Options], Section]] = {
     "job_read": job_read.run,
@@ -86,7 +87,12 @@ def main(argv: list[str]) -> int:
             print(section.markdown(), flush=True)
             sections.append(section)
     command = " ".join(["python -m benchmarks", *argv])
-    arguments.doc.write_text(document(started, described, command, sections, failures))
+    if arguments.names and arguments.doc.exists():
+        stamp = run_stamp(started, command)
+        page = merged(arguments.doc.read_text(), stamp, sections, failures)
+    else:
+        page = document(started, described, command, sections, failures)
+    arguments.doc.write_text(page)
     print(f"\nwrote {arguments.doc}")
     for section in sections:
         if section.last_line:

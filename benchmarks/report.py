@@ -105,7 +105,8 @@ def document(
     """The whole page; `machine` as `machine()` described it when the run began."""
     written = (
         f"Written by `{command}` on {started:%Y-%m-%d %H:%M} UTC; run it again to refresh this "
-        "page (`--quick` for a short smoke run, names to run only some benchmarks)."
+        "page (`--quick` for a short smoke run, names to run only some benchmarks: their "
+        "sections are replaced, the others kept, each with the run it comes from)."
     )
     parts = [
         "# Benchmarks",
@@ -115,5 +116,45 @@ def document(
         *(section.markdown() for section in sections),
     ]
     if failures:
-        parts.append("## Failed\n\n" + "\n".join(f"- {failure}" for failure in failures))
+        parts.append(FAILED_HEADING + "\n\n" + "\n".join(f"- {failure}" for failure in failures))
     return "\n\n".join(parts) + "\n"
+
+
+FAILED_HEADING = "## Failed"
+
+
+def run_stamp(started: datetime, command: str) -> str:
+    load = ", ".join(f"{value:.2f}" for value in os.getloadavg())
+    return (
+        f"_Run {started:%Y-%m-%d %H:%M} UTC by `{command}` on {os.cpu_count()} cores; load "
+        f"average when it began (1, 5, 15 min): {load}._"
+    )
+
+
+def merged(page: str, run: str, sections: list[Section], failures: list[str]) -> str:
+    """`page` with each of `sections` put in place of the section of the same name (appended
+    when it has none), each stamped with `run` (when, which command, the machine's load), and
+    every other section kept as it was: a run of some benchmarks refreshes only theirs."""
+    blocks = _blocks(page)
+    for section in sections:
+        heading = f"## `{section.name}`"
+        text = section.markdown().replace(heading, f"{heading}\n\n{run}", 1)
+        blocks[heading] = text  # in its place, or appended
+    blocks.pop(FAILED_HEADING, None)
+    if failures:
+        blocks[FAILED_HEADING] = (
+            FAILED_HEADING + "\n\n" + "\n".join(f"- {failure}" for failure in failures)
+        )
+    return "\n\n".join(block.strip() for block in blocks.values()) + "\n"
+
+
+def _blocks(page: str) -> dict[str, str]:
+    """The page cut at its `## ` headings, in order: the text before the first one under ""."""
+    blocks: dict[str, str] = {"": ""}
+    heading = ""
+    for line in page.splitlines(keepends=True):
+        if line.startswith("## "):
+            heading = line.rstrip("\n")
+            blocks[heading] = ""
+        blocks[heading] += line
+    return blocks
