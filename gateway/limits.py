@@ -3,18 +3,20 @@ gateway replica shares one count), in fixed windows aligned to an injectable clo
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import math
 import re
 import threading
 import time
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol, cast
 
-import anyio
 import redis
 from limits import RateLimitItem, parse
+from limits.aio.storage import Storage as AsyncStorage
 from limits.storage import Storage, storage_from_string
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -104,10 +106,16 @@ class RateLimiter:
         self.storage: Counts = (
             ProcessCounts() if in_process else cast(Storage, storage_from_string(storage_uri))
         )
+        self.storage_uri = storage_uri
         self.namespace = namespace
         self.clock = clock
-        # A network store is not called from the event loop.
+        # A network store is not called from the event loop: the middleware counts through the
+        # same store's asyncio client (a thread hop per request cost more than the count), one
+        # per event loop, as its connections belong to the loop that opened them.
         self.blocking = not in_process
+        self._loop_stores: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, AsyncStorage] = (
+            weakref.WeakKeyDictionary()
+        )
 
     @classmethod
     def from_settings(cls, settings: Settings, rates: RateLimits) -> RateLimiter:
@@ -116,16 +124,52 @@ class RateLimiter:
 
     def hit(self, bucket: str, api_key_id: str) -> Decision:
         """Count one request; the window is the clock's current one, so it rolls over when
-        the clock says, not when the store's first hit happened to be."""
-        item = self.items[bucket]
-        window = item.get_expiry()
-        now = self.clock()
-        index = int(now // window)
-        key = item.key_for(self.namespace, bucket, api_key_id, str(index))
+        the clock says, not when the store's first hit happened to be. Blocks on Redis."""
+        window = self._window(bucket, api_key_id)
         # One atomic increment (one round trip on Redis) gives both verdict and remainder.
-        count = self.storage.incr(key, window)
-        reset = max(1, math.ceil((index + 1) * window - now))
-        return Decision(count <= item.amount, item.amount, max(0, item.amount - count), reset)
+        return window.decision(self.storage.incr(window.key, window.seconds))
+
+    async def hit_in_loop(self, bucket: str, api_key_id: str) -> Decision:
+        """`hit` from the event loop, which it never blocks."""
+        if not self.blocking:
+            return self.hit(bucket, api_key_id)
+        window = self._window(bucket, api_key_id)
+        return window.decision(await self._loop_store().incr(window.key, window.seconds))
+
+    def _window(self, bucket: str, api_key_id: str) -> _Window:
+        item = self.items[bucket]
+        seconds = item.get_expiry()
+        now = self.clock()
+        index = int(now // seconds)
+        key = item.key_for(self.namespace, bucket, api_key_id, str(index))
+        reset = max(1, math.ceil((index + 1) * seconds - now))
+        return _Window(item.amount, key, seconds, reset)
+
+    def _loop_store(self) -> AsyncStorage:
+        loop = asyncio.get_running_loop()
+        store = self._loop_stores.get(loop)
+        if store is None:
+            store = cast(
+                AsyncStorage,
+                storage_from_string(f"async+{self.storage_uri}", implementation="redispy"),
+            )
+            self._loop_stores[loop] = store
+        return store
+
+
+@dataclass(frozen=True)
+class _Window:
+    """One bucket's current window for one key: where it is counted and when it ends."""
+
+    limit: int
+    key: str
+    seconds: int
+    reset_seconds: int
+
+    def decision(self, count: int) -> Decision:
+        return Decision(
+            count <= self.limit, self.limit, max(0, self.limit - count), self.reset_seconds
+        )
 
 
 class RateLimitMiddleware:
@@ -143,12 +187,7 @@ class RateLimitMiddleware:
             return
         bucket = bucket_of(scope["method"], scope["path"])
         try:
-            if self.limiter.blocking:
-                decision = await anyio.to_thread.run_sync(
-                    self.limiter.hit, bucket, caller.api_key_id
-                )
-            else:
-                decision = self.limiter.hit(bucket, caller.api_key_id)
+            decision = await self.limiter.hit_in_loop(bucket, caller.api_key_id)
         except redis.RedisError as error:
             # Open while the shared counter is out of reach (a Redis restart): refusing every
             # request would turn a broker blip into an outage; jobs are safe in the database.
