@@ -48,7 +48,14 @@ def pulled_service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Service
     document = tomlkit.parse(registry.read_text())
     document["operations"]["transition"]["options"]["resolution"] = TRANSITION_RESOLUTION
     registry.write_text(tomlkit.dumps(document))
-    env = {**COMMON_ENV, "SFUMATO_PIPELINES": "", "SFUMATO_MODEL_DEVICE": "cpu"}
+    # Long polls of 15 s, not 4: the helpers give up after 10 (image) or 30 (video) polls, and
+    # the x4 upscale's job outlasted 10 polls of 4 s on a loaded 2-core machine.
+    env = {
+        **COMMON_ENV,
+        "SFUMATO_PIPELINES": "",
+        "SFUMATO_MODEL_DEVICE": "cpu",
+        "SFUMATO_WAIT_SECONDS": "15",
+    }
     mode = Mode("embedded", env, separate_workers=False)
     with one_torch_thread(), running_service(mode, data_dir) as service:
         yield service
