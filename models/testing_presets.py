@@ -312,9 +312,13 @@ def build_preset_files(name: str, work: Path) -> dict[str, bytes]:
     preset = BY_NAME[name]
     folder = work / name
     if name.startswith("wan2.1-"):
-        # Wan 2.1's own compression (8 px, 4 frames): at the presets' 480P and 720P sizes a
-        # CPU takes minutes, so these stand in for the layout and are not run end to end.
-        build_wan_image_to_video(folder, first_last_frame=name == "wan2.1-flf2v")
+        # 64 px a token, not Wan 2.1's 16 (8 px by its VAE, 2 x 2 latent pixels a token): the
+        # VAE packs 8 x 8 pixels first (as Wan 2.2's packs 2 x 2) and the transformer takes one
+        # latent pixel a token, so a clip at the presets' own 480P and 720P sizes, frame counts
+        # and steps takes seconds on a CPU, not minutes (the VAE's full-size work dominated).
+        build_wan_image_to_video(
+            folder, first_last_frame=name == "wan2.1-flf2v", vae_patch=8, patch=(1, 1, 1)
+        )
         return _files(name, folder)
     if name == "ltx-video":
         pipe = ltx_image_to_video(seed=3, real_compression=True)

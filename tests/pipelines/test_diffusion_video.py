@@ -17,7 +17,6 @@ from collections.abc import Iterator
 from contextlib import ExitStack
 from pathlib import Path
 
-import av
 import httpx
 import numpy as np
 import pytest
@@ -32,6 +31,7 @@ from pipelines.diffusion.clip import model_time_positions, spanning_positions, w
 from pipelines.diffusion.presets import native_size
 from pipelines.diffusion.video_model import VideoModel, geometry_for, plan_segments
 from tests.conftest import COMMON_ENV
+from tests.support.clips import decode_file, decoded
 from tests.support.http_jobs import create, video_done, wait_done
 from tests.support.service import Mode, Service, running_service, wait_until
 from tests.support.steerable_video import logged
@@ -118,31 +118,6 @@ def frames(video_service: Service) -> tuple[str, str, str]:
         job = wait_done(client, create(client, "[sleep 0] frames", variations=2)["id"])
     first, second = job["result"]["images"]
     return key, first["id"], second["id"]
-
-
-def decoded(url: str) -> dict:
-    response = httpx.get(url)
-    assert response.status_code == 200
-    with tempfile.TemporaryDirectory() as folder:
-        path = Path(folder) / "clip.mp4"
-        path.write_bytes(response.content)
-        return decode_file(str(path))
-
-
-def decode_file(path: str) -> dict:
-    with av.open(path) as container:
-        video, audio = container.streams.video[0], container.streams.audio
-        audio_streams = [(a.codec_context.name, a.codec_context.sample_rate) for a in audio]
-        pixels = [frame.to_ndarray(format="rgb24") for frame in container.decode(video)]
-        duration = float(container.duration) / av.time_base if container.duration else 0.0
-        return {
-            "codec": video.codec_context.name,
-            "size": (video.codec_context.width, video.codec_context.height),
-            "frames": pixels,
-            "fps": float(video.average_rate),
-            "duration": duration,
-            "audio": audio_streams,
-        }
 
 
 def animate(client: httpx.Client, image: str, prompt: str, **fields: object) -> str:
