@@ -303,7 +303,9 @@ def _error_code(answer: httpx.Response) -> str | None:
 
 
 def _job_fields(answer: httpx.Response) -> dict[str, Any]:
-    """The job a 2xx answer carries: its id and status, and for a terminal one its outcome."""
+    """The job a 2xx answer carries: its id and status, and for a terminal one its outcome.
+    A create's answer (id, type, status, createdAt: no result, no error) is no view of the
+    outcome, even when it replays the create of a job that has since finished."""
     if answer.status_code >= 300:
         return {}
     try:
@@ -312,6 +314,8 @@ def _job_fields(answer: httpx.Response) -> dict[str, Any]:
         return {}
     if not isinstance(data, dict) or "status" not in data or "type" not in data:
         return {}
+    if "progress" not in data:  # a create's answer
+        return {"job": data["id"], "created_as": data["status"]}
     fields: dict[str, Any] = {"job": data["id"], "status": data["status"]}
     if data["status"] in TERMINAL:
         fields["result"] = _fingerprint(data.get("result"))
