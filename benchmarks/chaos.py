@@ -120,21 +120,21 @@ extraction of the fixture sites as text (Chromium off, to spare the two cores). 
 The load runs in a process of its own: {2 * len(BALANCES)} simulated users on {len(BALANCES)}
 accounts (two of which run out of credits) send generates (40% with an `Idempotency-Key`, half of
 those retried on purpose), edits, uploads (presign, PUT to the store, complete, some used as a
-reference), image-to-video, style extractions, cancels, long-polls, reads and list reads to a
-random gateway among the ready ones, as a load balancer with readiness probes routes (`/readyz`
-checked every half second; any gateway when none is ready); a request whose gateway is gone is
-sent again through the other one when that is safe (reads, keyed creates). The load starts once
-both gateways are ready. Faults at random times (every 6-14 s), each logged: SIGKILL of a worker
-while jobs run, SIGTERM of a worker (a replacement starts at once), SIGKILL of a gateway
-(restarted 2 s later, and again whenever it exits, as Kubernetes restarts a pod: one started
+reference), image-to-video, style extractions, cancels, long-polls, reads and list reads to a random
+gateway among the ready ones, as a load balancer with readiness probes routes (`/readyz` checked
+every half second; any gateway when none is ready); a request whose gateway is gone is sent again
+through the other one when that is safe (reads, keyed creates). The load starts once both gateways
+are ready. Faults at random times (every 6-14 s), each logged: SIGKILL of a worker while jobs run,
+SIGTERM of a worker (a replacement starts at once), SIGKILL of a gateway (restarted 2 s later); a
+gateway or worker that exits by itself is started again, as Kubernetes restarts a pod (one started
 during a PostgreSQL cut cannot prepare its database), a Redis restart (its queued messages are
-lost), the PostgreSQL proxy cut for 2-4 s, the object store's proxy cut for 2-4 s, a full disk
-for 2-4 s. The store is S3, so the local disk the jobs write to is the workers' scratch folder
-(`TMPDIR`, where a video is written before it is stored): it is a {SCRATCH_BYTES >> 20} MiB tmpfs
-of its own, filled to its last page by the fault. Mounting one needs root (CAP_SYS_ADMIN); where
-the soak runs without, the fault is logged as skipped, with the reason. Then the faults stop, the
-jobs drain, and every invariant is checked over the whole history (the load's log of every
-answer, the database, the bucket's listing).
+lost), the PostgreSQL proxy cut for 2-4 s, the object store's proxy cut for 2-4 s, a full disk for
+2-4 s. The store is S3, so the local disk the jobs write to is the workers' scratch folder
+(`TMPDIR`, where a video is written before it is stored): it is a {SCRATCH_BYTES >> 20} MiB tmpfs of
+its own, filled to its last page by the fault. Mounting one needs root (CAP_SYS_ADMIN); where the
+soak runs without, the fault is logged as skipped, with the reason. Then the faults stop, the jobs
+drain, and every invariant is checked over the whole history (the load's log of every answer, the
+database, the bucket's listing).
 """
 
 
@@ -202,13 +202,23 @@ class Cluster:
             self.retired.append(child)
         self.start_worker(queue)
 
-    def restart_exited_gateways(self) -> None:
-        """As Kubernetes restarts a pod whose process exited: a gateway started while
-        PostgreSQL was cut cannot prepare its database and exits."""
+    def restart_exited(self) -> None:
+        """As Kubernetes restarts a pod whose process exited: a gateway or a worker started
+        while PostgreSQL was cut cannot prepare its database and exits. (The faults' own
+        kills are replaced by the faults.)"""
         for port, child in list(self.gateways.items()):
             if child.popen is not None and child.popen.poll() is not None:
                 print(f"  gateway on port {port} exited ({child.popen.returncode}); restarted")
                 self.start_gateway(port)
+        with self.lock:
+            exited = [
+                (queue, child, child.popen.returncode)
+                for queue, child in self.workers
+                if child.popen is not None and child.popen.poll() is not None
+            ]
+        for queue, child, code in exited:
+            print(f"  {queue} worker pid {child.pid} exited ({code}); replaced")
+            self.replace_worker(queue, child)
 
     def stop(self) -> None:
         for child in [*self.gateways.values(), *(c for _, c in self.workers), *self.retired]:
@@ -355,7 +365,7 @@ class Faults:
         kinds = list(FAULT_KINDS)
         random.shuffle(kinds)
         while not self._stop.wait(random.uniform(*self.interval)):
-            self.cluster.restart_exited_gateways()
+            self.cluster.restart_exited()
             # Every kind once before any repeats, then at random.
             kind = kinds.pop() if kinds else random.choice(FAULT_KINDS)
             try:
@@ -477,6 +487,7 @@ def _drain(running: Cluster, timeout: float) -> None:
             ).all()
         if not open_jobs:
             return
+        running.restart_exited()
         time.sleep(1)
 
 
