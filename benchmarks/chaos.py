@@ -329,9 +329,10 @@ def cluster(folder: Path) -> Iterator[Cluster]:
             running.start_gateway(free_port())
         for queue in ("image", "image", "video", "style"):
             running.start_worker(queue)
-        # Ready: a gateway's sentence model loads after it starts answering (chaos_load.py).
+        # Ready: a gateway's sentence model loads after it starts answering (chaos_load.py),
+        # which takes minutes on a busy 2-core machine.
         for port in running.gateways:
-            _wait_for(lambda p=port: _answers(f"http://127.0.0.1:{p}/readyz"), 300, "gateway")
+            _wait_for(lambda p=port: _answers(f"http://127.0.0.1:{p}/readyz"), 480, "gateway")
         for _, worker in running.workers:
             _wait_for(lambda w=worker: _ready(w), 300, "worker")
         yield running
