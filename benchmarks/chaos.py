@@ -44,8 +44,8 @@ from benchmarks.report import Section, Table
 from core.accounts import service as accounts
 from core.services import Services
 from core.tables import Account, CreditEntry, Job, Media, Style, Upload
-from core.uploads.service import ABANDONED_AFTER
-from tests.support.outages import RedisServer, TcpProxy
+from core.uploads.service import ABANDONED_AFTER, possible_final_keys
+from tests.support.outages import DiskUnavailable, RedisServer, SmallDisk, TcpProxy
 from tests.support.service import TEST_PIPELINES
 from tests.support.styles import site_server
 
@@ -68,7 +68,12 @@ FAULT_KINDS = (
     "Redis restart",
     "PostgreSQL cut",
     "object store cut",
+    "full disk",
 )
+# The workers' scratch folder (`TMPDIR`: a video is written there before it is stored) on a
+# tmpfs of its own, which the "full disk" fault fills. The store is S3, so that is the local
+# disk the soak's jobs write to.
+SCRATCH_BYTES = 64 << 20
 # Accounts: two that never run out, two whose balances run out during the soak.
 BALANCES = (100_000, 100_000, 60, 120)
 CONFIG = """
@@ -115,16 +120,21 @@ extraction of the fixture sites as text (Chromium off, to spare the two cores). 
 The load runs in a process of its own: {2 * len(BALANCES)} simulated users on {len(BALANCES)}
 accounts (two of which run out of credits) send generates (40% with an `Idempotency-Key`, half of
 those retried on purpose), edits, uploads (presign, PUT to the store, complete, some used as a
-reference), image-to-video, style extractions, cancels, long-polls, reads and list reads to a
-random gateway; a request whose gateway is gone is sent again through the other one when that is
-safe (reads, keyed creates). Faults at random times (every 6-14 s), each logged: SIGKILL of a
-worker while jobs run, SIGTERM of a worker (a replacement starts at once), SIGKILL of a gateway
-(restarted 2 s later), a Redis restart (its queued messages are lost), the PostgreSQL proxy cut
-for 2-4 s, the object store's proxy cut for 2-4 s. A full disk of the local store is not
-injected: the soak stores in S3, and a size-limited filesystem needs privileges (a tmpfs or loop
-mount) this machine's sessions do not have. Then the faults stop, the jobs drain, and every
-invariant is checked over the whole history (the load's log of every answer, the database, the
-bucket's listing).
+reference), image-to-video, style extractions, cancels, long-polls, reads and list reads to a random
+gateway among the ready ones, as a load balancer with readiness probes routes (`/readyz` checked
+every half second; any gateway when none is ready); a request whose gateway is gone is sent again
+through the other one when that is safe (reads, keyed creates). The load starts once both gateways
+are ready. Faults at random times (every 6-14 s), each logged: SIGKILL of a worker while jobs run,
+SIGTERM of a worker (a replacement starts at once), SIGKILL of a gateway (restarted 2 s later); a
+gateway or worker that exits by itself is started again, as Kubernetes restarts a pod (one started
+during a PostgreSQL cut cannot prepare its database), a Redis restart (its queued messages are
+lost), the PostgreSQL proxy cut for 2-4 s, the object store's proxy cut for 2-4 s, a full disk for
+2-4 s. The store is S3, so the local disk the jobs write to is the workers' scratch folder
+(`TMPDIR`, where a video is written before it is stored): it is a {SCRATCH_BYTES >> 20} MiB tmpfs of
+its own, filled to its last page by the fault. Mounting one needs root (CAP_SYS_ADMIN); where the
+soak runs without, the fault is logged as skipped, with the reason. Then the faults stop, the jobs
+drain, and every invariant is checked over the whole history (the load's log of every answer, the
+database, the bucket's listing).
 """
 
 
@@ -164,6 +174,9 @@ class Cluster:
     redis: RedisServer
     postgres: TcpProxy
     storage: TcpProxy
+    # None where no small disk can be mounted here: why, in `scratch_unavailable`.
+    scratch: SmallDisk | None
+    scratch_unavailable: str
     gateways: dict[int, Child] = field(default_factory=dict)
     workers: list[tuple[str, Child]] = field(default_factory=list)
     retired: list[Child] = field(default_factory=list)
@@ -177,7 +190,8 @@ class Cluster:
     def start_worker(self, queue: str) -> Child:
         index = len(self.workers) + len(self.retired)
         args = ["-m", "sfumato", "worker", "--queue", queue]
-        child = Child(args, self.env, self.folder / f"worker-{queue}-{index}.log").start()
+        env = {**self.env, "TMPDIR": str(self.scratch.path)} if self.scratch else self.env
+        child = Child(args, env, self.folder / f"worker-{queue}-{index}.log").start()
         with self.lock:
             self.workers.append((queue, child))
         return child
@@ -187,6 +201,24 @@ class Cluster:
             self.workers.remove((queue, child))
             self.retired.append(child)
         self.start_worker(queue)
+
+    def restart_exited(self) -> None:
+        """As Kubernetes restarts a pod whose process exited: a gateway or a worker started
+        while PostgreSQL was cut cannot prepare its database and exits. (The faults' own
+        kills are replaced by the faults.)"""
+        for port, child in list(self.gateways.items()):
+            if child.popen is not None and child.popen.poll() is not None:
+                print(f"  gateway on port {port} exited ({child.popen.returncode}); restarted")
+                self.start_gateway(port)
+        with self.lock:
+            exited = [
+                (queue, child, child.popen.returncode)
+                for queue, child in self.workers
+                if child.popen is not None and child.popen.poll() is not None
+            ]
+        for queue, child, code in exited:
+            print(f"  {queue} worker pid {child.pid} exited ({code}); replaced")
+            self.replace_worker(queue, child)
 
     def stop(self) -> None:
         for child in [*self.gateways.values(), *(c for _, c in self.workers), *self.retired]:
@@ -258,6 +290,14 @@ def cluster(folder: Path) -> Iterator[Cluster]:
         moto_port = stack.enter_context(_moto(folder))
         storage = TcpProxy("127.0.0.1", moto_port)
         stack.callback(storage.close)
+        disk = SmallDisk(folder / "scratch", SCRATCH_BYTES)
+        scratch: SmallDisk | None = disk
+        scratch_unavailable = ""
+        try:
+            disk.mount()
+            stack.callback(disk.unmount)
+        except DiskUnavailable as reason:
+            scratch, scratch_unavailable = None, str(reason)
         config = folder / "chaos.toml"
         config.write_text(CONFIG)
         env = {
@@ -281,14 +321,18 @@ def cluster(folder: Path) -> Iterator[Cluster]:
         # The soak's own view goes straight to PostgreSQL, not through the proxy it cuts.
         services = service_view({**env, "SFUMATO_DATABASE_URL": database})
         stack.callback(services.db.dispose)
-        running = Cluster(env, folder, services, redis_server, postgres, storage)
+        running = Cluster(
+            env, folder, services, redis_server, postgres, storage, scratch, scratch_unavailable
+        )
         stack.callback(running.stop)
         for _ in range(2):
             running.start_gateway(free_port())
         for queue in ("image", "image", "video", "style"):
             running.start_worker(queue)
+        # Ready: a gateway's sentence model loads after it starts answering (chaos_load.py),
+        # which takes minutes on a busy 2-core machine.
         for port in running.gateways:
-            _wait_for(lambda p=port: _answers(f"http://127.0.0.1:{p}/healthz"), 300, "gateway")
+            _wait_for(lambda p=port: _answers(f"http://127.0.0.1:{p}/readyz"), 480, "gateway")
         for _, worker in running.workers:
             _wait_for(lambda w=worker: _ready(w), 300, "worker")
         yield running
@@ -322,6 +366,7 @@ class Faults:
         kinds = list(FAULT_KINDS)
         random.shuffle(kinds)
         while not self._stop.wait(random.uniform(*self.interval)):
+            self.cluster.restart_exited()
             # Every kind once before any repeats, then at random.
             kind = kinds.pop() if kinds else random.choice(FAULT_KINDS)
             try:
@@ -369,6 +414,15 @@ class Faults:
             self._note(kind, "killed (its queued messages lost), started again 1 s later")
             time.sleep(1)
             running.redis.start()
+        elif kind == "full disk":
+            if running.scratch is None:
+                self._note(kind, f"skipped: {running.scratch_unavailable}")
+                return
+            seconds = random.uniform(2, 4)
+            running.scratch.fill()
+            self._note(kind, f"the workers' scratch disk full for {seconds:.1f} s")
+            time.sleep(seconds)
+            running.scratch.free()
         else:
             proxy = running.postgres if kind == "PostgreSQL cut" else running.storage
             seconds = random.uniform(2, 4)
@@ -434,6 +488,7 @@ def _drain(running: Cluster, timeout: float) -> None:
             ).all()
         if not open_jobs:
             return
+        running.restart_exited()
         time.sleep(1)
 
 
@@ -450,6 +505,12 @@ def _check(
         ledger = list(session.scalars(select(CreditEntry)))
         media_keys = set(session.scalars(select(Media.storage_key)))
         staging_keys = set(session.scalars(select(Upload.staging_key)))
+        # What a complete interrupted by a PostgreSQL cut stored: purged with its upload.
+        staging_keys |= {
+            key
+            for upload_id in session.scalars(select(Upload.id).where(Upload.completed_at.is_(None)))
+            for key in possible_final_keys(upload_id)
+        }
         logo_keys = set(session.scalars(select(Style.logo_key)))
         balances = {
             account.id: account.credit_balance for account in session.scalars(select(Account))
@@ -520,7 +581,8 @@ def _check(
                 f"{event.get('gateway')}: {event['outcome']}"
             )
     # 7. No object the database does not know of (outputs have no purge period: a leaked one
-    # stays forever; staged uploads are known to the database until their purge).
+    # stays forever; staged uploads, and what an interrupted complete stored, are known to the
+    # database until their purge).
     known = media_keys | staging_keys | logo_keys
     cutoff = datetime.now(UTC) - ABANDONED_AFTER
     listing = _s3(running.storage.target[1]).get_paginator("list_objects_v2")

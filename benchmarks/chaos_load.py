@@ -3,10 +3,21 @@
 PLAN is a JSON file: the gateways' base URLs, the accounts' keys, the minutes to run, the fixture
 site's URL, the long-poll bound and where to write the history. Simulated users pick an operation
 at random (generates, some with an `Idempotency-Key` and a deliberate retry, edits, uploads,
-videos, style extractions, cancels, long-polls, list reads) and send it to a random gateway; a
-request whose gateway is gone (a refused or dropped connection) goes again through the other one
-when that is safe (a read, or a create with its Idempotency-Key). Every request and what came of
-it is one line of the history (JSON), which `benchmarks/chaos.py` checks afterwards.
+videos, style extractions, cancels, long-polls, list reads) and send it to a random gateway
+among those that are ready; a request whose gateway is gone (a refused or dropped connection) goes
+again through the other one when that is safe (a read, or a create with its Idempotency-Key).
+Every request and what came of it is one line of the history (JSON), which `benchmarks/chaos.py`
+checks afterwards.
+
+Ready: `/readyz` answered 200 at its last check (every half second), as a load balancer that
+routes by readiness sees it. A gateway that has just (re)started is not ready until its sentence
+model has loaded, and it is slow until then: the model loads in a thread of the gateway's process
+whose imports hold the interpreter lock for long stretches, so on a busy machine the event loop
+stalls for seconds (issue 19: the late long-polls of the first runs were held on gateways loading
+it). The load does not measure that start-up any more; it is not gone from the service: the
+Kubernetes manifests route by `/healthz` (docs/operations.md). When no gateway is ready (a
+PostgreSQL cut or a Redis restart makes both say so), any gateway is used, as a load balancer
+that fails open would.
 """
 
 from __future__ import annotations
@@ -39,6 +50,7 @@ MIX = {
     "read": 20,
 }
 TERMINAL = ("completed", "failed")
+READINESS_CHECK_SECONDS = 0.5
 
 
 @dataclass
@@ -66,6 +78,28 @@ class Load:
         self.wait_bound: float = plan["wait_seconds"]
         self.history = history
         self.client = httpx.AsyncClient(timeout=self.wait_bound + 30, limits=httpx.Limits())
+        self.ready: set[str] = set()
+
+    def _gateways_in_order(self) -> list[str]:
+        """The ready gateways in a random order, then the others (tried when none answers)."""
+        ready = [base for base in self.gateways if base in self.ready]
+        others = [base for base in self.gateways if base not in self.ready]
+        return random.sample(ready, len(ready)) + random.sample(others, len(others))
+
+    async def check_readiness(self, until: float) -> None:
+        async with httpx.AsyncClient(timeout=READINESS_CHECK_SECONDS * 4) as probe:
+            while time.monotonic() < until:
+                for base in self.gateways:
+                    try:
+                        answer = await probe.get(base.removesuffix("/v1") + "/readyz")
+                        ready = answer.status_code == 200
+                    except httpx.HTTPError:
+                        ready = False
+                    if ready:
+                        self.ready.add(base)
+                    else:
+                        self.ready.discard(base)
+                await asyncio.sleep(READINESS_CHECK_SECONDS)
 
     async def call(
         self,
@@ -83,7 +117,7 @@ class Load:
         headers = {"x-api-key": account.key}
         if idempotency_key is not None:
             headers["Idempotency-Key"] = idempotency_key
-        gateways = random.sample(self.gateways, len(self.gateways))
+        gateways = self._gateways_in_order()
         for attempt in range(6):
             base = gateways[attempt % len(gateways)]
             started = time.monotonic()
@@ -249,11 +283,12 @@ class Load:
     async def run(self, seconds: float) -> None:
         until = time.monotonic() + seconds
         await asyncio.gather(
+            self.check_readiness(until),
             *(
                 self.user(account, until)
                 for account in self.accounts
                 for _ in range(USERS_PER_ACCOUNT)
-            )
+            ),
         )
         await self.client.aclose()
 
@@ -268,7 +303,9 @@ def _error_code(answer: httpx.Response) -> str | None:
 
 
 def _job_fields(answer: httpx.Response) -> dict[str, Any]:
-    """The job a 2xx answer carries: its id and status, and for a terminal one its outcome."""
+    """The job a 2xx answer carries: its id and status, and for a terminal one its outcome.
+    A create's answer (id, type, status, createdAt: no result, no error) is no view of the
+    outcome, even when it replays the create of a job that has since finished."""
     if answer.status_code >= 300:
         return {}
     try:
@@ -277,6 +314,8 @@ def _job_fields(answer: httpx.Response) -> dict[str, Any]:
         return {}
     if not isinstance(data, dict) or "status" not in data or "type" not in data:
         return {}
+    if "progress" not in data:  # a create's answer
+        return {"job": data["id"], "created_as": data["status"]}
     fields: dict[str, Any] = {"job": data["id"], "status": data["status"]}
     if data["status"] in TERMINAL:
         fields["result"] = _fingerprint(data.get("result"))

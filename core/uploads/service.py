@@ -14,7 +14,7 @@ from core import removal
 from core.clock import utcnow
 from core.errors import DomainError, InvalidInput, NotFound
 from core.ids import new_id
-from core.images import NotAnImage, TooManyPixels, inspect_image
+from core.images import ACCEPTED_FORMATS, NotAnImage, TooManyPixels, inspect_image
 from core.pagination import decode_cursor, page_of
 from core.services import Services
 from core.storage import StorageError
@@ -67,6 +67,17 @@ class Presigned:
 
 def staging_key(upload_id: str) -> str:
     return f"staging/{upload_id}"
+
+
+def final_key(upload_id: str, extension: str) -> str:
+    return f"uploads/{upload_id}{extension}"
+
+
+def possible_final_keys(upload_id: str) -> list[str]:
+    """Where a complete may have stored the upload's bytes: one key per accepted format. A
+    complete whose database write failed (an outage) leaves them there with no row naming them
+    until the upload is completed again, or purged as abandoned."""
+    return [final_key(upload_id, extension) for _, extension in ACCEPTED_FORMATS.values()]
 
 
 def presign(
@@ -143,13 +154,15 @@ def complete(services: Services, account_id: str, upload_id: str) -> Media:
     except TooManyPixels as error:
         storage.delete(upload.staging_key)
         raise UploadTooLarge(str(error)) from None
-    final_key = f"uploads/{upload.id}{facts.extension}"
-    storage.put_bytes(final_key, data, facts.content_type)
+    # Not deleted when the database write below fails: a concurrent complete of the same
+    # upload may have stored the same key and committed. `purge_abandoned` sees to it.
+    stored_at = final_key(upload.id, facts.extension)
+    storage.put_bytes(stored_at, data, facts.content_type)
     media = Media(
         id=upload.id,
         account_id=account_id,
         kind="upload",
-        storage_key=final_key,
+        storage_key=stored_at,
         content_type=facts.content_type,
         width=facts.width,
         height=facts.height,
@@ -183,11 +196,13 @@ ABANDONED_AFTER = timedelta(hours=24)
 
 
 def purge_abandoned(services: Services, batch: int = 500) -> int:
-    """Delete abandoned uploads' staged bytes and rows; returns how many went."""
+    """Delete abandoned uploads' staged bytes (and what an interrupted complete stored) and
+    rows; returns how many went."""
     with services.db.read() as session:
         uploads = repository.abandoned(session, utcnow() - ABANDONED_AFTER, batch)
     for upload in uploads:
-        services.storage.delete(upload.staging_key)
+        for key in (upload.staging_key, *possible_final_keys(upload.id)):
+            services.storage.delete(key)
         with services.db.write() as session:
             repository.remove(session, upload.id)
     return len(uploads)

@@ -22,7 +22,7 @@ from sqlalchemy import update
 from core.clock import utcnow
 from core.storage.local import LocalStorage
 from core.tables import Upload
-from core.uploads.service import purge_abandoned, staging_key
+from core.uploads.service import final_key, purge_abandoned, staging_key
 from tests.support.images import animated_bomb, image_bytes
 from tests.support.service import Service, wait_until
 from tests.support.uploads import presign, put
@@ -242,6 +242,31 @@ def test_abandoned_uploads_lose_their_staged_bytes(service: Service) -> None:
     assert stored_size(service, kept["uploadId"]) is not None
     with service.services.db.read() as session:
         assert session.get(Upload, abandoned["uploadId"]) is None
+
+
+def test_what_an_interrupted_complete_stored_is_purged_with_the_abandoned_upload(
+    service: Service,
+) -> None:
+    """A complete stores the final object before its database write; when that write fails
+    (PostgreSQL cut: found by the chaos soak) no row names the object, and the upload stays
+    uncompleted. If it is never completed, the purge of abandoned uploads takes the object too."""
+    data = image_bytes((4, 5, 6))
+    with service.client(service.new_key()) as client:
+        presigned = presign(client)
+        assert put(presigned["uploadUrl"], data).status_code == 200
+    upload_id = presigned["uploadId"]
+    storage = service.services.storage
+    interrupted = final_key(upload_id, ".png")
+    storage.put_bytes(interrupted, data, "image/png")  # the complete's write, then the cut
+    with service.services.db.write() as session:
+        session.execute(
+            update(Upload)
+            .where(Upload.id == upload_id)
+            .values(expires_at=utcnow() - timedelta(hours=25))
+        )
+    assert purge_abandoned(service.services) == 1
+    assert storage.size_of(interrupted) is None
+    assert stored_size(service, upload_id) is None
 
 
 @EVERY_STORAGE

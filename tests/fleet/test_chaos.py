@@ -13,10 +13,6 @@ from benchmarks.chaos import FAULT_KINDS, INVARIANTS, soak
 pytestmark = [pytest.mark.slow, pytest.mark.distributed, pytest.mark.timeout(900)]
 
 
-# Known open (issue 19): a few long-polls answer seconds past their bound around gateway kills
-# and object-store cuts, and on a busy machine the soak's processes can outlast its start-up
-# bound. Reported as XFAIL/XPASS on every run, never skipped; make it strict once fixed.
-@pytest.mark.xfail(reason="issue 19: late long-polls under faults are not fixed yet", strict=False)
 def test_a_minute_of_chaos_loses_nothing(postgres_database: str, tmp_path: Path) -> None:
     """`postgres_database`: skipped without PostgreSQL; the soak makes a database of its own
     there (its checks read every row), and runs its own Redis server."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import signal
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
@@ -18,9 +19,10 @@ from core.jobs.contract import ImagesResult, image_folder
 from core.jobs.lifecycle import JobLifecycle
 from core.services import Services
 from core.tables import Job
-from tests.conftest import embedded_mode
+from tests.conftest import COMMON_ENV, embedded_mode
 from tests.support.http_jobs import create, status_of, wait_done
-from tests.support.service import Process, Service, free_port, wait_until
+from tests.support.outages import DiskUnavailable, SmallDisk, small_disk
+from tests.support.service import Mode, Process, Service, free_port, running_service, wait_until
 from tests.support.stored_rows import job_row, ledger_kinds
 from workers.claims import claim_job
 
@@ -237,3 +239,48 @@ def test_what_a_vanished_attempt_stored_is_cleared_when_the_job_runs_again(
     assert stored == [
         f"{image_folder(job.id)}{image['id']}.png" for image in done["result"]["images"]
     ]
+
+
+@pytest.fixture
+def store_disk(tmp_path: Path) -> Iterator[SmallDisk]:
+    """A 1 MiB disk for the local store; skipped, saying why, where one cannot be made."""
+    try:
+        with small_disk(tmp_path / "store", 1 << 20) as disk:
+            yield disk
+    except DiskUnavailable as reason:
+        pytest.skip(f"no small disk to fill here: {reason}")
+
+
+@pytest.mark.slow
+def test_a_full_disk_while_storing_fails_the_job_and_refunds(
+    store_disk: SmallDisk, tmp_path: Path
+) -> None:
+    """The local store on a disk of its own, full to the last page while a job stores its
+    result: the job fails with GENERATION_FAILED and a refund, nothing half-written stays, and
+    once there is room again jobs complete."""
+    env = {**COMMON_ENV, "SFUMATO_STORAGE_URL": f"file://{store_disk.path}"}
+    with running_service(Mode("local", env, False), tmp_path / "data") as service:
+        key = service.new_key(credits=100)
+        with service.client(key) as client:
+            store_disk.fill()
+            failed = wait_done(client, create(client, "[sleep 0] onto a full disk")["id"])
+            store_disk.free()
+            completed = wait_done(client, create(client, "[sleep 0] room again")["id"])
+        assert failed["status"] == "failed"
+        assert failed["error"] == {
+            "code": "GENERATION_FAILED",
+            "message": "Could not store the result; the credits were refunded",
+        }
+        assert completed["status"] == "completed"
+        assert ledger_kinds(service.services, key) == [
+            "grant",
+            "reserve",
+            "refund",
+            "reserve",
+            "settle",
+        ]
+        charged = job_row(service.services, completed["id"]).credits_reserved
+        assert service.balance(key) == 100 - charged
+    # Nothing half-written: the disk holds the completed job's images and nothing else.
+    on_disk = sorted(path.name for path in store_disk.path.rglob("*") if path.is_file())
+    assert on_disk == sorted(f"{image['id']}.png" for image in completed["result"]["images"])

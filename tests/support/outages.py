@@ -1,8 +1,10 @@
 """Dependencies the fault tests can take away and give back: a TCP proxy in front of the shared
-PostgreSQL, and a Redis server of the test's own (the shared ones are never touched)."""
+PostgreSQL, a Redis server of the test's own (the shared ones are never touched), and a small disk
+that can be filled."""
 
 from __future__ import annotations
 
+import os
 import socket
 import subprocess
 import threading
@@ -177,3 +179,56 @@ def redis_server(folder: Path) -> Iterator[RedisServer]:
         yield server
     finally:
         server.kill()
+
+
+class DiskUnavailable(Exception):
+    """A small disk cannot be made here; the message says why."""
+
+
+class SmallDisk:
+    """A filesystem of its own, `size_bytes` large, mounted at `path` (a tmpfs: mounting one
+    needs root, CAP_SYS_ADMIN), which `fill()` fills to the last page and `free()` empties: a
+    full disk without filling the machine's. A loop file would need the same privilege."""
+
+    def __init__(self, path: Path, size_bytes: int) -> None:
+        self.path = path
+        self.size_bytes = size_bytes
+        self._ballast = path / ".ballast"
+
+    def mount(self) -> None:
+        if os.geteuid() != 0:
+            raise DiskUnavailable("mounting a size-limited tmpfs needs root (CAP_SYS_ADMIN)")
+        self.path.mkdir(parents=True, exist_ok=True)
+        mounted = subprocess.run(
+            ["mount", "-t", "tmpfs", "-o", f"size={self.size_bytes}", "tmpfs", str(self.path)],
+            capture_output=True,
+            text=True,
+        )
+        if mounted.returncode != 0:
+            raise DiskUnavailable(f"mount -t tmpfs refused: {mounted.stderr.strip()}")
+
+    def unmount(self) -> None:
+        # Lazy: a process still holding a file there (a killed worker's) cannot keep it busy.
+        subprocess.run(["umount", "-l", str(self.path)], capture_output=True)
+
+    def fill(self) -> None:
+        """Until not one more page fits (ENOSPC)."""
+        with self._ballast.open("ab", buffering=0) as ballast:
+            for chunk in (1 << 20, 1 << 12):
+                with suppress(OSError):
+                    while True:
+                        ballast.write(b"\0" * chunk)
+
+    def free(self) -> None:
+        self._ballast.unlink(missing_ok=True)
+
+
+@contextmanager
+def small_disk(path: Path, size_bytes: int) -> Iterator[SmallDisk]:
+    """A `SmallDisk` mounted for the block; DiskUnavailable when it cannot be made here."""
+    disk = SmallDisk(path, size_bytes)
+    disk.mount()
+    try:
+        yield disk
+    finally:
+        disk.unmount()
