@@ -17,6 +17,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from core.db import DATABASE_UNAVAILABLE
 from core.errors import DomainError, InvalidInput
+from core.storage import StorageError
 
 log = logging.getLogger(__name__)
 
@@ -69,6 +70,15 @@ def database_unavailable() -> ApiError:
         503,
         "SERVICE_UNAVAILABLE",
         "The database is unavailable; nothing was changed, retry shortly",
+        headers={"Retry-After": str(DATABASE_RETRY_AFTER_SECONDS)},
+    )
+
+
+def storage_unavailable() -> ApiError:
+    return ApiError(
+        503,
+        "SERVICE_UNAVAILABLE",
+        "The file store is unavailable; retry shortly",
         headers={"Retry-After": str(DATABASE_RETRY_AFTER_SECONDS)},
     )
 
@@ -174,6 +184,13 @@ def install_error_handlers(app: FastAPI) -> None:
 
     for error_class in DATABASE_UNAVAILABLE:
         app.add_exception_handler(error_class, _database_down)
+
+    @app.exception_handler(StorageError)
+    async def _storage_down(_request: Request, error: StorageError) -> JSONResponse:
+        # A request that needed the store (an upload's complete, a deletion) changed nothing
+        # it could not finish: the client may retry.
+        log.warning("file store unavailable: %s", str(error).partition("\n")[0])
+        return error_response(storage_unavailable())
 
     @app.exception_handler(RequestValidationError)
     async def _invalid(_request: Request, error: RequestValidationError) -> JSONResponse:

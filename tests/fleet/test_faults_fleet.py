@@ -19,10 +19,12 @@ from core.tables import Job
 from tests.conftest import COMMON_ENV, s3_mode
 from tests.support.fleet import running_fleet
 from tests.support.http_jobs import create, status_of, wait_done
+from tests.support.images import image_bytes
 from tests.support.outages import redis_server, tcp_proxy
 from tests.support.s3 import moto_server
 from tests.support.service import running_service, wait_until
 from tests.support.stored_rows import ledger_kinds
+from tests.support.uploads import presign, put
 
 pytestmark = [pytest.mark.slow]
 
@@ -210,3 +212,18 @@ def test_s3_out_of_reach_while_storing_fails_the_job_and_refunds(tmp_path: Path)
     assert done["error"]["message"] == "Could not store the result; the credits were refunded"
     assert service.balance(key) == 100
     assert ledger_kinds(service.services, key) == ["grant", "reserve", "refund"]
+
+
+def test_an_upload_completed_while_s3_is_out_of_reach_answers_503(tmp_path: Path) -> None:
+    with (
+        moto_server() as (storage_url, server),
+        running_service(s3_mode(storage_url), tmp_path) as service,
+        service.client(service.new_key()) as client,
+    ):
+        presigned = presign(client)
+        assert put(presigned["uploadUrl"], image_bytes((200, 40, 40))).status_code == 200
+        server.stop()
+        answer = client.post(f"/uploads/{presigned['uploadId']}/complete")
+    assert answer.status_code == 503, answer.text
+    assert answer.json()["error"]["code"] == "SERVICE_UNAVAILABLE"
+    assert int(answer.headers["Retry-After"]) >= 1
