@@ -96,6 +96,15 @@ class _TracedEncoder:
 _traced: Once[_TracedEncoder] = Once()
 
 
+def import_runtime() -> None:
+    """Import the model's libraries (torch, transformers, sentence-transformers) now. Their
+    import holds the interpreter lock for long stretches (a third of a second at a time on an
+    idle machine, seconds on a busy one), which no other thread of the process can then use:
+    a server does it before it answers anything, and loads the model (which does not) in the
+    background after."""
+    import sentence_transformers  # noqa: F401
+
+
 def load_embeddings() -> None:
     """Load the model and its traced query encoder now (seconds), so that the first search of
     a process does not wait for them."""
