@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import weakref
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from alembic import command
 from alembic.config import Config
@@ -20,6 +20,7 @@ MIGRATIONS_DIR = Path(__file__).parent / "migrations"
 # Any fixed 64-bit number: the PostgreSQL advisory lock that serialises concurrent migrations.
 MIGRATION_LOCK_ID = 0x5F0A7011
 CONNECT_TIMEOUT_SECONDS = 5
+T = TypeVar("T")
 # The database cannot be reached or dropped the connection (its transaction rolled back), or the
 # pool has no connection to give. Worth retrying: a dropped connection invalidates the pool, so
 # the next attempt connects afresh.
@@ -126,6 +127,19 @@ class Database:
             self._loop_engines[loop] = engine
         async with engine.connect() as connection:
             yield connection
+
+    async def read_in_loop(self, read: Callable[[AsyncConnection], Awaitable[T]]) -> T:
+        """`read` on a `statements_in_loop()` connection. A pooled connection that an outage
+        dropped fails once, and that failure invalidates the pool: the read is tried once
+        more, on a fresh connection, rather than answered 503 after the database is back."""
+        try:
+            async with self.statements_in_loop() as connection:
+                return await read(connection)
+        except sqlalchemy_errors.DBAPIError as error:
+            if not error.connection_invalidated:
+                raise
+        async with self.statements_in_loop() as connection:
+            return await read(connection)
 
     async def dispose_in_loop(self) -> None:
         """Close the running loop's connections (before the loop itself closes)."""

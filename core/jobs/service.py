@@ -231,8 +231,9 @@ async def view_owned_in_loop(db: Database, account_id: str, job_id: str) -> Any:
     never blocked by writers), on PostgreSQL through the loop's own asyncio connections."""
     if db.is_sqlite:
         return view_owned(db, account_id, job_id)
-    async with db.statements_in_loop() as connection:
-        return await repository.view_owned_in_loop(connection, job_id, account_id)
+    return await db.read_in_loop(
+        lambda connection: repository.view_owned_in_loop(connection, job_id, account_id)
+    )
 
 
 def get_owned(db: Database, account_id: str, job_id: str) -> Job | None:
