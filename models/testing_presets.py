@@ -39,6 +39,14 @@ FLUX_PRESETS = ("flux-schnell", "flux-dev", "flux-kontext", "flux-fill")
 # two, each with its index).
 FLUX_SHARDS = {"transformer": ("diffusion_pytorch_model", 3), "text_encoder_2": ("model", 2)}
 
+# The single-file checkpoint beside each FLUX.1 repository's diffusers folders.
+FLUX_SINGLE_FILES = {
+    "flux-schnell": "flux1-schnell.safetensors",
+    "flux-dev": "flux1-dev.safetensors",
+    "flux-kontext": "flux1-kontext-dev.safetensors",
+    "flux-fill": "flux1-fill-dev.safetensors",
+}
+
 DECOY = b"a file of the real repository that the preset's patterns must not fetch\n"
 # Files of each real repository outside the preset's patterns (from the listings docs/models.md
 # cites), served as decoys.
@@ -121,9 +129,9 @@ REAL_OTHER_FILES: dict[str, tuple[str, ...]] = {
             ".gitattributes",
             "README.md",
             "ae.safetensors",
-            f"flux1-{name.removeprefix('flux-')}.safetensors",
+            single_file,
         )
-        for name in FLUX_PRESETS
+        for name, single_file in FLUX_SINGLE_FILES.items()
     },
     # The Wan repositories' listings were not all found (docs/models.md): what was seen.
     "wan2.1-i2v-480p": (".gitattributes", "README.md"),
