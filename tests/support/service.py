@@ -202,7 +202,7 @@ def running_service(mode: Mode, data_dir: Path) -> Iterator[Service]:
         # Used once ready, as a load balancer would: the sentence model loads in a background
         # thread at start-up, and a first job sharing the CPU (and GIL) with it ran for seconds.
         wait_until(
-            lambda: httpx.get(f"{service.metrics_url}/readyz", timeout=5).status_code == 200,
+            lambda: httpx.get(f"{service.url}/readyz", timeout=5).status_code == 200,
             180,
             "the service ready",
             interval=0.2,
