@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import time
 from typing import TYPE_CHECKING, Any
 
 from celery import Celery
+from celery.exceptions import Reject
 
 from core.broker import RUN_JOB_TASK, make_celery
 from core.config import QueueConfig
 from core.settings import Settings
+from workers.shutdown import ShuttingDown
+
+REQUEUE_PAUSE_SECONDS = 0.2
 
 if TYPE_CHECKING:
     from workers.runner import JobRunner
@@ -23,7 +28,13 @@ def worker_celery(settings: Settings, runner: JobRunner, pool: QueueConfig) -> C
         name=RUN_JOB_TASK, bind=True, shared=False, acks_late=True, reject_on_worker_lost=True
     )
     def run_job(task: Any, job_id: str) -> None:
-        task.app.sfumato_runner.run(job_id)
+        try:
+            task.app.sfumato_runner.run(job_id)
+        except ShuttingDown:
+            # Back to the queue for another worker; a pause, as this one may be handed it
+            # again until its process exits.
+            time.sleep(REQUEUE_PAUSE_SECONDS)
+            raise Reject(requeue=True) from None
 
     del run_job
     return app

@@ -21,7 +21,7 @@ from workers.claims import ClaimLost, LeaseKeeper, claim_job
 from workers.operations import Operations
 from workers.progress import STORING, PipelineProgress
 from workers.settling import Settlement
-from workers.shutdown import InFlight
+from workers.shutdown import InFlight, ShuttingDown
 from workers.storing import Outcome, OutputStore
 from workers.style_extraction import StyleExtraction
 from workers.warm_up import count_model_cache_lookups, warm_up
@@ -53,6 +53,9 @@ class JobRunner:
         self.style_extraction.close()
 
     def run(self, job_id: str) -> None:
+        """Raises ShuttingDown when this worker no longer takes jobs (its delivery goes back)."""
+        if self.in_flight.closed.is_set():
+            raise ShuttingDown(job_id)
         claim = claim_job(self.lifecycle, job_id)
         if claim is None:
             return

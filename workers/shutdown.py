@@ -29,13 +29,20 @@ log = logging.getLogger(__name__)
 DRAIN_SECONDS = 5.0
 
 
+class ShuttingDown(Exception):
+    """A job delivered after this worker began shutting down: for another worker to run."""
+
+
 class InFlight:
-    """The claims this worker process is running now."""
+    """The claims this worker process is running now, and whether it still takes new ones."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._claims: dict[str, jobs_service.Claim] = {}
         self._idle = threading.Condition(self._lock)
+        # Set when shutdown begins: Celery may still deliver a message to a free slot (the very
+        # job just handed back, even), which must go back to the queue, not run here.
+        self.closed = threading.Event()
 
     @contextmanager
     def track(self, claim: jobs_service.Claim) -> Iterator[None]:
@@ -86,6 +93,7 @@ class GracefulShutdown:
         if self._started.is_set():
             return
         self._started.set()
+        self.in_flight.closed.set()
         # A cold shutdown (SIGQUIT, a second SIGINT) does not wait for anything.
         grace = self.grace_seconds if how == "Warm" else 0.0
         log.info(
