@@ -2,25 +2,21 @@
 
 from __future__ import annotations
 
-import asyncio
-import weakref
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
-from contextlib import asynccontextmanager, contextmanager
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 from alembic import command
 from alembic.config import Config
 from sqlalchemy import Connection, Engine, create_engine, event, make_url, text
 from sqlalchemy import exc as sqlalchemy_errors
-from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 from sqlalchemy.orm import Session, sessionmaker
 
 MIGRATIONS_DIR = Path(__file__).parent / "migrations"
 # Any fixed 64-bit number: the PostgreSQL advisory lock that serialises concurrent migrations.
 MIGRATION_LOCK_ID = 0x5F0A7011
 CONNECT_TIMEOUT_SECONDS = 5
-T = TypeVar("T")
 # The database cannot be reached or dropped the connection (its transaction rolled back), or the
 # pool has no connection to give. Worth retrying: a dropped connection invalidates the pool, so
 # the next attempt connects afresh.
@@ -81,9 +77,6 @@ class Database:
             write_engine = self.engine
             self._statement_engine = self.engine.execution_options(isolation_level="AUTOCOMMIT")
         self._reader = sessionmaker(self.engine, expire_on_commit=False)
-        self._loop_engines: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, AsyncEngine] = (
-            weakref.WeakKeyDictionary()
-        )
         self._writer = sessionmaker(write_engine, expire_on_commit=False)
 
     def sibling(self, suffix: str) -> Path | None:
@@ -106,46 +99,6 @@ class Database:
         several times the query."""
         with self._statement_engine.connect() as connection:
             yield connection
-
-    @asynccontextmanager
-    async def statements_in_loop(self) -> AsyncIterator[AsyncConnection]:
-        """`statements()` from an event loop, on a server database, without a thread hop (on
-        PostgreSQL a hop cost more CPU than the read): an asyncio engine per loop, as its
-        connections belong to the loop that opened them."""
-        assert not self.is_sqlite, "SQLite reads run inline: they take microseconds"
-        loop = asyncio.get_running_loop()
-        engine = self._loop_engines.get(loop)
-        if engine is None:
-            engine = create_async_engine(
-                self.url,
-                connect_args={"connect_timeout": CONNECT_TIMEOUT_SECONDS},
-                pool_size=16,
-                max_overflow=16,
-                pool_recycle=1800,
-                isolation_level="AUTOCOMMIT",
-            )
-            self._loop_engines[loop] = engine
-        async with engine.connect() as connection:
-            yield connection
-
-    async def read_in_loop(self, read: Callable[[AsyncConnection], Awaitable[T]]) -> T:
-        """`read` on a `statements_in_loop()` connection. A pooled connection that an outage
-        dropped fails once, and that failure invalidates the pool: the read is tried once
-        more, on a fresh connection, rather than answered 503 after the database is back."""
-        try:
-            async with self.statements_in_loop() as connection:
-                return await read(connection)
-        except sqlalchemy_errors.DBAPIError as error:
-            if not error.connection_invalidated:
-                raise
-        async with self.statements_in_loop() as connection:
-            return await read(connection)
-
-    async def dispose_in_loop(self) -> None:
-        """Close the running loop's connections (before the loop itself closes)."""
-        engine = self._loop_engines.pop(asyncio.get_running_loop(), None)
-        if engine is not None:
-            await engine.dispose()
 
     @contextmanager
     def write(self) -> Iterator[Session]:

@@ -95,7 +95,6 @@ def create_app(gateway: Gateway) -> FastAPI:
             if workers is not None:
                 await anyio.to_thread.run_sync(workers.stop)
             await gateway.services.events.stop()
-            await gateway.services.db.dispose_in_loop()
 
     app = FastAPI(
         title="Sfumato",

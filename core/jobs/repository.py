@@ -7,7 +7,6 @@ from datetime import datetime
 from typing import Any
 
 from sqlalchemy import Connection, and_, bindparam, case, delete, func, or_, select, update
-from sqlalchemy.ext.asyncio import AsyncConnection
 from sqlalchemy.orm import Session
 
 from core.jobs.contract import IN_FLIGHT, JobStatus, Queue
@@ -274,12 +273,6 @@ JOB_VIEW_BY_ID = select(
 def view_owned(connection: Connection, job_id: str, account_id: str) -> Any:
     """What the API shows of one of the account's jobs (a row with the Job's column names)."""
     return connection.execute(JOB_VIEW_BY_ID, {"job_id": job_id, "account_id": account_id}).first()
-
-
-async def view_owned_in_loop(connection: AsyncConnection, job_id: str, account_id: str) -> Any:
-    """`view_owned` on an asyncio connection."""
-    result = await connection.execute(JOB_VIEW_BY_ID, {"job_id": job_id, "account_id": account_id})
-    return result.first()
 
 
 CLAIM_IS_CURRENT = select(Job.id).where(

@@ -226,16 +226,6 @@ def view_owned(db: Database, account_id: str, job_id: str) -> Any:
         return repository.view_owned(connection, job_id, account_id)
 
 
-async def view_owned_in_loop(db: Database, account_id: str, job_id: str) -> Any:
-    """`view_owned` from an event loop: inline on SQLite (microseconds, and WAL readers are
-    never blocked by writers), on PostgreSQL through the loop's own asyncio connections."""
-    if db.is_sqlite:
-        return view_owned(db, account_id, job_id)
-    return await db.read_in_loop(
-        lambda connection: repository.view_owned_in_loop(connection, job_id, account_id)
-    )
-
-
 def get_owned(db: Database, account_id: str, job_id: str) -> Job | None:
     """The whole row of one of the account's jobs (inputs included), or None."""
     with db.read() as session:
