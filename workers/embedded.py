@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import socket
 import threading
 import time
 from dataclasses import dataclass
@@ -73,6 +74,10 @@ class EmbeddedWorkers:
         if not self._running:
             return
         worker_state.should_terminate = 0
+        # Celery's shutdown sets the process's default socket timeout (5 s) around each stop and
+        # puts back what it saw; stops in parallel race, and the loser leaves 5 s behind for
+        # every socket this process makes afterwards (the serving process outlives its workers).
+        default_socket_timeout = socket.getdefaulttimeout()
         started = time.monotonic()
         for running in self._running:
             threading.Thread(
@@ -84,5 +89,6 @@ class EmbeddedWorkers:
             if running.thread.is_alive():
                 log.warning("the %s worker did not stop in time; leaving it", running.queue)
         self._running.clear()
+        socket.setdefaulttimeout(default_socket_timeout)
         worker_state.should_terminate = None
         self.runner.close()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import socket
 import threading
 import time
 import uuid
@@ -133,6 +134,8 @@ def test_a_server_shutdown_ends_open_streams(tmp_path: Path) -> None:
     follower_client.close()
     assert time.monotonic() - stopping < 25
     assert events[-1].job["status"] in ("pending", "processing")
+    # The in-process workers' shutdown put the process's default socket timeout back.
+    assert socket.getdefaulttimeout() is None
 
 
 @pytest.mark.parametrize("header", ["x" * 65])

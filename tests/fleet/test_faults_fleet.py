@@ -3,6 +3,7 @@ PostgreSQL out of reach for a few seconds, S3 out of reach while a worker stores
 
 from __future__ import annotations
 
+import socket
 import threading
 import time
 from datetime import UTC
@@ -34,6 +35,27 @@ def finished_at(services: Services, job_id: str) -> float:
         row = session.get(Job, job_id)
         assert row is not None and row.finished_at is not None
         return float(row.finished_at.replace(tzinfo=UTC).timestamp())
+
+
+def test_the_proxy_keeps_accepting_when_the_process_default_socket_timeout_is_short() -> None:
+    """Celery's worker shutdown leaves the process's default socket timeout at 5 s when
+    in-process workers stop in parallel; a listener made afterwards stopped accepting once
+    idle that long, and every later fault test timed out connecting (CI, three runs)."""
+    previous = socket.getdefaulttimeout()
+    socket.setdefaulttimeout(0.2)
+    try:
+        with (
+            socket.create_server(("127.0.0.1", 0)) as target,
+            tcp_proxy("127.0.0.1", target.getsockname()[1]) as proxy,
+        ):
+            time.sleep(0.5)
+            with socket.create_connection(("127.0.0.1", proxy.port), timeout=2) as client:
+                accepted, _ = target.accept()
+                client.sendall(b"ping")
+                assert accepted.recv(4) == b"ping"
+                accepted.close()
+    finally:
+        socket.setdefaulttimeout(previous)
 
 
 @pytest.mark.distributed

@@ -27,6 +27,10 @@ class TcpProxy:
     def __init__(self, target_host: str, target_port: int) -> None:
         self.target = (target_host, target_port)
         self._listener = socket.create_server(("127.0.0.1", 0))
+        # A new socket takes the process's default timeout, and Celery's worker shutdown sets
+        # it (5 s) for the whole process, racing to put it back when in-process workers stop
+        # in parallel: a listener with a timeout would stop accepting after 5 s idle.
+        self._listener.settimeout(None)
         self.port = int(self._listener.getsockname()[1])
         self._lock = threading.Lock()
         self._open: set[socket.socket] = set()
@@ -77,9 +81,8 @@ class TcpProxy:
             except OSError:
                 _close(client)
                 continue
-            # Both ends block without a deadline: an accepted socket takes the process's
-            # default timeout, which Celery's in-process workers set for moments (kombu's
-            # `Connection.collect`), and an idle pooled connection would then be dropped.
+            # Both ends block without a deadline (the process's default timeout, above, would
+            # drop an idle pooled connection).
             client.settimeout(None)
             upstream.settimeout(None)
             with self._lock:
