@@ -43,7 +43,7 @@ async def _metrics(request: Request) -> GatewayMetrics:
     return runtime_of(request).metrics
 
 
-async def _job_reads(request: Request) -> JobReads:
+async def job_reads_of(request: Request) -> JobReads:
     services = runtime_of(request).services
     return JobReads(services.db, services.events, services.settings.wait_seconds)
 
@@ -64,7 +64,7 @@ def files_base_url(request: Request) -> str:
     return settings.files_url or settings.public_url or str(request.base_url)
 
 
-async def _url_signer(request: Request) -> UrlSigner:
+async def url_signer_of(request: Request) -> UrlSigner:
     services = runtime_of(request).services
     return UrlSigner(
         services.storage, files_base_url(request), services.settings.signed_url_seconds
@@ -77,5 +77,5 @@ ServicesDep = Annotated[Services, Depends(_services)]
 LifecycleDep = Annotated[JobLifecycle, Depends(_lifecycle)]
 CreationDep = Annotated[JobCreation, Depends(_creation)]
 MetricsDep = Annotated[GatewayMetrics, Depends(_metrics)]
-JobReadsDep = Annotated[JobReads, Depends(_job_reads)]
-SignerDep = Annotated[UrlSigner, Depends(_url_signer)]
+JobReadsDep = Annotated[JobReads, Depends(job_reads_of)]
+SignerDep = Annotated[UrlSigner, Depends(url_signer_of)]

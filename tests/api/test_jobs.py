@@ -230,3 +230,36 @@ def test_many_held_long_polls_all_wake(service: Service, key: str) -> None:
     for thread in threads:
         thread.join(30)
     assert results == ["completed"] * 40
+
+
+def test_a_job_read_answers_alike_in_every_shape_of_its_request(service: Service, key: str) -> None:
+    """The usual shapes of a read (no query, `wait=true|false` alone) take a short way past
+    FastAPI's dependency solving (gateway/jobs/router.JobReadRoute); the same read in any other
+    shape goes FastAPI's way. Both answer alike, errors included."""
+
+    def answer(client: httpx.Client, path: str) -> tuple[int, object]:
+        response = client.get(path)
+        # Signed file URLs carry their signing time: compare what they point at.
+        text = re.sub(r'(https?://[^"?]+)\?[^"]*', r"\1", response.text)
+        return response.status_code, text
+
+    with service.client(key) as client, service.client(service.new_key()) as stranger:
+        job_id = wait_done(client, create(client, "[sleep 0] one read, many shapes")["id"])["id"]
+        for path in (f"/jobs/{job_id}", f"/images/{job_id}"):
+            usual = answer(client, path)
+            assert usual[0] == 200
+            for query in ("?wait=false", "?wait=true", "?wait=false&", "?wait=%74rue"):
+                assert answer(client, path + query) == usual, query
+            assert answer(client, path.replace(job_id, job_id.upper())) == usual
+            unknown = answer(stranger, path)
+            assert unknown[0] == 404
+            assert answer(stranger, path + "?wait=false&") == unknown
+        refused = {
+            "?wait=maybe": 400,
+            "?wait=true&wait=true": 400,
+            "?wait=TRUE": 400,
+        }
+        for query, status in refused.items():
+            assert client.get(f"/jobs/{job_id}{query}").status_code == status, query
+        assert client.get(f"/videos/{job_id}").status_code == 404
+        assert client.get(f"/videos/{job_id}?wait=false&").status_code == 404
