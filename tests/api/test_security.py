@@ -249,27 +249,31 @@ def _read_all_until(sock: socket.socket, marker: bytes) -> bytes:
     return received
 
 
+def _seconds_until_a_trickled_head_is_cut(sock: socket.socket) -> float | None:
+    """Sends a header line every half second (up to 10 s): the seconds until the server closed
+    the connection, or None if it never did."""
+    started = time.monotonic()
+    for index in range(20):
+        time.sleep(0.5)
+        try:
+            sock.sendall(f"X-Line-{index}: slow\r\n".encode())
+        except (BrokenPipeError, ConnectionResetError):
+            return time.monotonic() - started
+        sock.settimeout(0.01)
+        try:
+            if sock.recv(1) == b"":
+                return time.monotonic() - started
+        except TimeoutError:
+            pass
+        finally:
+            sock.settimeout(10)
+    return None
+
+
 def test_a_head_trickled_a_line_at_a_time_loses_its_connection(server: str) -> None:
     with _connect(server) as sock:
-        started = time.monotonic()
         sock.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n")
-        closed_after = None
-        for index in range(20):
-            time.sleep(0.5)
-            try:
-                sock.sendall(f"X-Line-{index}: slow\r\n".encode())
-            except (BrokenPipeError, ConnectionResetError):
-                closed_after = time.monotonic() - started
-                break
-            sock.settimeout(0.01)
-            try:
-                if sock.recv(1) == b"":
-                    closed_after = time.monotonic() - started
-                    break
-            except TimeoutError:
-                pass
-            finally:
-                sock.settimeout(10)
+        closed_after = _seconds_until_a_trickled_head_is_cut(sock)
     assert closed_after is not None, "a trickled head kept its connection for 10 s"
     assert HEAD_TIMEOUT_SECONDS <= closed_after < HEAD_TIMEOUT_SECONDS + 2
     # A connection that sends its head in time is served, and kept alive for the next one.
@@ -277,6 +281,92 @@ def test_a_head_trickled_a_line_at_a_time_loses_its_connection(server: str) -> N
         for _ in range(2):
             sock.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
             assert _read_all_until(sock, b'"ok"}').startswith(b"HTTP/1.1 200 ")
+
+
+def test_the_head_deadline_starts_again_after_each_answer_on_a_kept_alive_connection(
+    server: str,
+) -> None:
+    with _connect(server) as sock:
+        time.sleep(HEAD_TIMEOUT_SECONDS * 0.75)  # most of the first head's time, idle
+        sock.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+        assert _read_all_until(sock, b'"ok"}').startswith(b"HTTP/1.1 200 ")
+        sock.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n")
+        closed_after = _seconds_until_a_trickled_head_is_cut(sock)
+    # Cut neither by the first head's clock (0.5 s later) nor never: the second head's own.
+    assert closed_after is not None, "a trickled second head kept its connection for 10 s"
+    assert HEAD_TIMEOUT_SECONDS <= closed_after < HEAD_TIMEOUT_SECONDS + 2
+
+
+MAX_HEADER_BYTES = 64 * 1024  # the default `SFUMATO_MAX_HEADER_BYTES` of the served process
+
+
+def _header_lines(size: int) -> bytes:
+    """Header lines of about 1 KiB, exactly `size` bytes in all."""
+    lines = b""
+    while size - len(lines) > 2 * 1024:
+        lines += b"X-Pad-%04d: " % (len(lines) // 1024) + b"a" * 1010 + b"\r\n"
+    return lines + b"X-Last: " + b"a" * (size - len(lines) - 10) + b"\r\n"
+
+
+def _head(size: int) -> bytes:
+    """A whole `GET /healthz` request head of exactly `size` bytes."""
+    start = b"GET /healthz HTTP/1.1\r\nHost: x\r\n"
+    return start + _header_lines(size - len(start) - 2) + b"\r\n"
+
+
+def _send_in_pieces(sock: socket.socket, data: bytes, piece: int = 1024) -> None:
+    """`data` in writes of `piece` bytes, a moment apart so that the server reads them apart."""
+    for start in range(0, len(data), piece):
+        sock.sendall(data[start : start + piece])
+        time.sleep(0.002)
+
+
+def test_a_head_written_1_kib_at_a_time_is_refused_once_it_passes_the_limit(server: str) -> None:
+    with _connect(server) as sock:  # exactly the limit: served
+        _send_in_pieces(sock, _head(MAX_HEADER_BYTES))
+        assert _read_all_until(sock, b'"ok"}').startswith(b"HTTP/1.1 200 ")
+    with _connect(server) as sock:
+        # 70 KiB, of which only the first byte over the limit is sent: the server must answer
+        # at that byte, not wait for the rest of the head (nor for its deadline, which closes
+        # without an answer).
+        _send_in_pieces(sock, _head(70 * 1024)[: MAX_HEADER_BYTES + 1])
+        answer = _read_all(sock)
+    assert answer.startswith(b"HTTP/1.1 400 ")
+    assert b"Invalid HTTP request received." in answer
+
+
+def test_a_pipelined_head_over_the_limit_is_refused_after_the_answer_before_it(
+    server: str,
+) -> None:
+    second = _head(70 * 1024)
+    with _connect(server) as sock:
+        # The first request and the start of the second in one write. The server counts a head
+        # that begins in the read that ends the request before it from its next read, so the
+        # rest goes after the first answer, 1 KiB at a time, 1 KiB past the limit: still short
+        # of the second head's end.
+        sock.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n" + second[:100])
+        first = _read_all_until(sock, b'"ok"}')
+        _send_in_pieces(sock, second[100 : MAX_HEADER_BYTES + 1024])
+        rest = _read_all(sock)
+    assert first.startswith(b"HTTP/1.1 200 ")
+    assert rest.startswith(b"HTTP/1.1 400 ")
+    assert b"Invalid HTTP request received." in rest
+
+
+def test_a_chunked_bodys_trailer_over_the_limit_is_refused(server: str) -> None:
+    # /v1 bodies are read whole before the key is checked (the body limit comes first): the
+    # server is still waiting for this body's end when its trailer passes the limit.
+    with _connect(server) as sock:
+        sock.sendall(
+            b"POST /v1/images/generations HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n"
+            b"\r\n2\r\n{}\r\n0\r\n"
+        )
+        # The trailer is counted from the read after its last chunk's: let that one be read.
+        time.sleep(0.5)
+        _send_in_pieces(sock, _header_lines(70 * 1024)[: MAX_HEADER_BYTES + 1])
+        answer = _read_all(sock)
+    assert answer.startswith(b"HTTP/1.1 400 ")
+    assert b"Invalid HTTP request received." in answer
 
 
 def test_connections_beyond_the_concurrency_limit_get_503(server: str) -> None:
