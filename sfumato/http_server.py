@@ -8,6 +8,8 @@ bounds nothing: it keeps a header line of any length in memory. So the protocol 
   body's trailer. A head that begins inside the read that ended the request before it
   (pipelining) is counted from the next read: it may pass by one read (256 KiB) at most. (h11,
   used before, checked only incomplete heads: it took any head that came whole in one read.)
+  A trailer's fields never reach the app (uvicorn's httptools protocol adds them to the request's
+  headers; h11's dropped them);
 - a request head must arrive whole within `header_timeout_seconds` of the connection opening (or
   of the previous answer on a kept-alive connection), so a client trickling a header line every
   few seconds loses its connection instead of holding it forever;
@@ -42,6 +44,7 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
         # Bytes received of the header lines being read (a request head, or a chunked body's
         # last chunk and trailer); None while a head is complete and its body streams.
         self._head_bytes: int | None = 0
+        self._head_complete = False
         self._head_deadline: asyncio.TimerHandle | None = None
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
@@ -68,8 +71,16 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
             self._head_bytes += len(data)
         super().data_received(data)
 
+    def on_header(self, name: bytes, value: bytes) -> None:
+        # httptools hands a chunked body's trailer fields over as headers too, and uvicorn adds
+        # them to the request's: an app reading its body first would then see fields that no
+        # proxy in front checked. They are dropped, as h11 dropped them.
+        if not self._head_complete:
+            super().on_header(name, value)
+
     def on_headers_complete(self) -> None:
         self._head_bytes = None
+        self._head_complete = True
         self._disarm_head_deadline()  # the head is in; the body has the app's own limits
         super().on_headers_complete()
 
@@ -83,6 +94,7 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
 
     def on_message_complete(self) -> None:
         self._head_bytes = 0  # what follows is the next request's head
+        self._head_complete = False
         super().on_message_complete()
 
     def on_response_complete(self) -> None:

@@ -20,6 +20,8 @@ import pytest
 from PIL import Image
 from pydantic import ValidationError
 
+from core.accounts import service as accounts
+from core.db import Database
 from core.images import DECODE_BUDGET
 from core.settings import Settings
 from tests.conftest import embedded_mode
@@ -159,16 +161,18 @@ HEAD_TIMEOUT_SECONDS = 2
 class Served:
     address: str  # host:port of the public port
     metrics_url: str
+    key: str
 
 
 @pytest.fixture(scope="module")
 def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
     """`sfumato serve` in its own process, with a short head deadline and a small concurrency
-    limit so the tests see both, and a metrics port."""
+    limit so the tests see both, a metrics port, and an API key."""
     data_dir = tmp_path_factory.mktemp("server")
     port, metrics_port = free_port(), free_port()
+    mode = embedded_mode()
     env = {
-        **embedded_mode().env,
+        **mode.env,
         "SFUMATO_DATA_DIR": str(data_dir),
         "SFUMATO_HEADER_TIMEOUT_SECONDS": str(HEAD_TIMEOUT_SECONDS),
         "SFUMATO_MAX_CONCURRENCY": "4",
@@ -177,7 +181,13 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
     process = Process(args, env, data_dir / "serve.log").start()
     try:
         wait_until(lambda: _answers(port), 180, "sfumato serve to answer")
-        yield Served(f"127.0.0.1:{port}", f"http://127.0.0.1:{metrics_port}")
+        # The database alone: `Services` would also set this process's decode budget.
+        settings = mode.settings().model_copy(update={"data_dir": data_dir})
+        db = Database(settings.resolved_database_url)
+        accounts.create_account(db, "server@test.local", "pro", 100)
+        key = accounts.create_key(db, "server@test.local", "k", None).plaintext
+        db.dispose()
+        yield Served(f"127.0.0.1:{port}", f"http://127.0.0.1:{metrics_port}", key)
     finally:
         process.stop()
 
@@ -247,6 +257,19 @@ def _read_all_until(sock: socket.socket, marker: bytes) -> bytes:
             break
         received += chunk
     return received
+
+
+def _read_answer(sock: socket.socket) -> bytes:
+    """One answer, whole: its head and the `content-length` bytes of its body."""
+    head, _, body = _read_all_until(sock, b"\r\n\r\n").partition(b"\r\n\r\n")
+    length = next(
+        int(line.split(b":")[1])
+        for line in head.lower().split(b"\r\n")
+        if line.startswith(b"content-length:")
+    )
+    while len(body) < length:
+        body += sock.recv(65536)
+    return head + b"\r\n\r\n" + body
 
 
 def _seconds_until_a_trickled_head_is_cut(sock: socket.socket) -> float | None:
@@ -358,7 +381,7 @@ def test_a_chunked_bodys_trailer_over_the_limit_is_refused(server: str) -> None:
     # server is still waiting for this body's end when its trailer passes the limit.
     with _connect(server) as sock:
         sock.sendall(
-            b"POST /v1/images/generations HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n"
+            b"POST /v1/images/generate HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n"
             b"\r\n2\r\n{}\r\n0\r\n"
         )
         # The trailer is counted from the read after its last chunk's: let that one be read.
@@ -367,6 +390,21 @@ def test_a_chunked_bodys_trailer_over_the_limit_is_refused(server: str) -> None:
         answer = _read_all(sock)
     assert answer.startswith(b"HTTP/1.1 400 ")
     assert b"Invalid HTTP request received." in answer
+
+
+def test_a_key_in_a_chunked_bodys_trailer_is_no_key(served: Served) -> None:
+    # A trailer's fields are not request headers: a proxy in front checks only the head's.
+    key = served.key.encode()
+    head = b"POST /v1/images/generate HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n"
+    body = b"2\r\n{}\r\n0\r\n"
+    with _connect(served.address) as sock:
+        sock.sendall(head + b"X-Api-Key: " + key + b"\r\n\r\n" + body + b"\r\n")
+        in_head = _read_answer(sock)
+        sock.sendall(head + b"\r\n" + body + b"X-Api-Key: " + key + b"\r\n\r\n")
+        in_trailer = _read_answer(sock)
+    assert in_head.startswith(b"HTTP/1.1 400 ")  # the key is good: the empty body is not
+    assert b"VALIDATION_ERROR" in in_head
+    assert in_trailer.startswith(b"HTTP/1.1 401 ")
 
 
 def test_connections_beyond_the_concurrency_limit_get_503(server: str) -> None:
