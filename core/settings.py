@@ -62,8 +62,9 @@ class Settings(BaseSettings):
     signed_url_seconds: int = Field(default=7 * 24 * 3600, ge=60)
     max_body_bytes: int = 64 * 1024
     # The gateway's HTTP server (sfumato/http_server.py): the largest request head (request line
-    # and headers), the time a client has to send it, and the connections and requests served at
-    # once before it answers 503. Long-polls and event streams count, so keep it above them.
+    # and headers; a chunked body's trailer too), the time a client has to send it, and the
+    # connections and requests served at once before it answers 503. Long-polls and event streams
+    # count, so keep it above them.
     max_header_bytes: int = Field(default=64 * 1024, ge=4096)
     header_timeout_seconds: float = Field(default=10.0, gt=0)
     max_concurrency: int = Field(default=1000, ge=1)

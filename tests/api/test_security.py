@@ -20,6 +20,8 @@ import pytest
 from PIL import Image
 from pydantic import ValidationError
 
+from core.accounts import service as accounts
+from core.db import Database
 from core.images import DECODE_BUDGET
 from core.settings import Settings
 from tests.conftest import embedded_mode
@@ -159,16 +161,18 @@ HEAD_TIMEOUT_SECONDS = 2
 class Served:
     address: str  # host:port of the public port
     metrics_url: str
+    key: str
 
 
 @pytest.fixture(scope="module")
 def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
     """`sfumato serve` in its own process, with a short head deadline and a small concurrency
-    limit so the tests see both, and a metrics port."""
+    limit so the tests see both, a metrics port, and an API key."""
     data_dir = tmp_path_factory.mktemp("server")
     port, metrics_port = free_port(), free_port()
+    mode = embedded_mode()
     env = {
-        **embedded_mode().env,
+        **mode.env,
         "SFUMATO_DATA_DIR": str(data_dir),
         "SFUMATO_HEADER_TIMEOUT_SECONDS": str(HEAD_TIMEOUT_SECONDS),
         "SFUMATO_MAX_CONCURRENCY": "4",
@@ -177,7 +181,13 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
     process = Process(args, env, data_dir / "serve.log").start()
     try:
         wait_until(lambda: _answers(port), 180, "sfumato serve to answer")
-        yield Served(f"127.0.0.1:{port}", f"http://127.0.0.1:{metrics_port}")
+        # The database alone: `Services` would also set this process's decode budget.
+        settings = mode.settings().model_copy(update={"data_dir": data_dir})
+        db = Database(settings.resolved_database_url)
+        accounts.create_account(db, "server@test.local", "pro", 100)
+        key = accounts.create_key(db, "server@test.local", "k", None).plaintext
+        db.dispose()
+        yield Served(f"127.0.0.1:{port}", f"http://127.0.0.1:{metrics_port}", key)
     finally:
         process.stop()
 
@@ -249,27 +259,44 @@ def _read_all_until(sock: socket.socket, marker: bytes) -> bytes:
     return received
 
 
+def _read_answer(sock: socket.socket) -> bytes:
+    """One answer, whole: its head and the `content-length` bytes of its body."""
+    head, _, body = _read_all_until(sock, b"\r\n\r\n").partition(b"\r\n\r\n")
+    length = next(
+        int(line.split(b":")[1])
+        for line in head.lower().split(b"\r\n")
+        if line.startswith(b"content-length:")
+    )
+    while len(body) < length:
+        body += sock.recv(65536)
+    return head + b"\r\n\r\n" + body
+
+
+def _seconds_until_a_trickled_head_is_cut(sock: socket.socket) -> float | None:
+    """Sends a header line every half second (up to 10 s): the seconds until the server closed
+    the connection, or None if it never did."""
+    started = time.monotonic()
+    for index in range(20):
+        time.sleep(0.5)
+        try:
+            sock.sendall(f"X-Line-{index}: slow\r\n".encode())
+        except (BrokenPipeError, ConnectionResetError):
+            return time.monotonic() - started
+        sock.settimeout(0.01)
+        try:
+            if sock.recv(1) == b"":
+                return time.monotonic() - started
+        except TimeoutError:
+            pass
+        finally:
+            sock.settimeout(10)
+    return None
+
+
 def test_a_head_trickled_a_line_at_a_time_loses_its_connection(server: str) -> None:
     with _connect(server) as sock:
-        started = time.monotonic()
         sock.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n")
-        closed_after = None
-        for index in range(20):
-            time.sleep(0.5)
-            try:
-                sock.sendall(f"X-Line-{index}: slow\r\n".encode())
-            except (BrokenPipeError, ConnectionResetError):
-                closed_after = time.monotonic() - started
-                break
-            sock.settimeout(0.01)
-            try:
-                if sock.recv(1) == b"":
-                    closed_after = time.monotonic() - started
-                    break
-            except TimeoutError:
-                pass
-            finally:
-                sock.settimeout(10)
+        closed_after = _seconds_until_a_trickled_head_is_cut(sock)
     assert closed_after is not None, "a trickled head kept its connection for 10 s"
     assert HEAD_TIMEOUT_SECONDS <= closed_after < HEAD_TIMEOUT_SECONDS + 2
     # A connection that sends its head in time is served, and kept alive for the next one.
@@ -277,6 +304,107 @@ def test_a_head_trickled_a_line_at_a_time_loses_its_connection(server: str) -> N
         for _ in range(2):
             sock.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
             assert _read_all_until(sock, b'"ok"}').startswith(b"HTTP/1.1 200 ")
+
+
+def test_the_head_deadline_starts_again_after_each_answer_on_a_kept_alive_connection(
+    server: str,
+) -> None:
+    with _connect(server) as sock:
+        time.sleep(HEAD_TIMEOUT_SECONDS * 0.75)  # most of the first head's time, idle
+        sock.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+        assert _read_all_until(sock, b'"ok"}').startswith(b"HTTP/1.1 200 ")
+        sock.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n")
+        closed_after = _seconds_until_a_trickled_head_is_cut(sock)
+    # Cut neither by the first head's clock (0.5 s later) nor never: the second head's own.
+    assert closed_after is not None, "a trickled second head kept its connection for 10 s"
+    assert HEAD_TIMEOUT_SECONDS <= closed_after < HEAD_TIMEOUT_SECONDS + 2
+
+
+MAX_HEADER_BYTES = 64 * 1024  # the default `SFUMATO_MAX_HEADER_BYTES` of the served process
+
+
+def _header_lines(size: int) -> bytes:
+    """Header lines of about 1 KiB, exactly `size` bytes in all."""
+    lines = b""
+    while size - len(lines) > 2 * 1024:
+        lines += b"X-Pad-%04d: " % (len(lines) // 1024) + b"a" * 1010 + b"\r\n"
+    return lines + b"X-Last: " + b"a" * (size - len(lines) - 10) + b"\r\n"
+
+
+def _head(size: int) -> bytes:
+    """A whole `GET /healthz` request head of exactly `size` bytes."""
+    start = b"GET /healthz HTTP/1.1\r\nHost: x\r\n"
+    return start + _header_lines(size - len(start) - 2) + b"\r\n"
+
+
+def _send_in_pieces(sock: socket.socket, data: bytes, piece: int = 1024) -> None:
+    """`data` in writes of `piece` bytes, a moment apart so that the server reads them apart."""
+    for start in range(0, len(data), piece):
+        sock.sendall(data[start : start + piece])
+        time.sleep(0.002)
+
+
+def test_a_head_written_1_kib_at_a_time_is_refused_once_it_passes_the_limit(server: str) -> None:
+    with _connect(server) as sock:  # exactly the limit: served
+        _send_in_pieces(sock, _head(MAX_HEADER_BYTES))
+        assert _read_all_until(sock, b'"ok"}').startswith(b"HTTP/1.1 200 ")
+    with _connect(server) as sock:
+        # 70 KiB, of which only the first byte over the limit is sent: the server must answer
+        # at that byte, not wait for the rest of the head (nor for its deadline, which closes
+        # without an answer).
+        _send_in_pieces(sock, _head(70 * 1024)[: MAX_HEADER_BYTES + 1])
+        answer = _read_all(sock)
+    assert answer.startswith(b"HTTP/1.1 400 ")
+    assert b"Invalid HTTP request received." in answer
+
+
+def test_a_pipelined_head_over_the_limit_is_refused_after_the_answer_before_it(
+    server: str,
+) -> None:
+    second = _head(70 * 1024)
+    with _connect(server) as sock:
+        # The first request and the start of the second in one write. The server counts a head
+        # that begins in the read that ends the request before it from its next read, so the
+        # rest goes after the first answer, 1 KiB at a time, 1 KiB past the limit: still short
+        # of the second head's end.
+        sock.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n" + second[:100])
+        first = _read_all_until(sock, b'"ok"}')
+        _send_in_pieces(sock, second[100 : MAX_HEADER_BYTES + 1024])
+        rest = _read_all(sock)
+    assert first.startswith(b"HTTP/1.1 200 ")
+    assert rest.startswith(b"HTTP/1.1 400 ")
+    assert b"Invalid HTTP request received." in rest
+
+
+def test_a_chunked_bodys_trailer_over_the_limit_is_refused(server: str) -> None:
+    # /v1 bodies are read whole before the key is checked (the body limit comes first): the
+    # server is still waiting for this body's end when its trailer passes the limit.
+    with _connect(server) as sock:
+        sock.sendall(
+            b"POST /v1/images/generate HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n"
+            b"\r\n2\r\n{}\r\n0\r\n"
+        )
+        # The trailer is counted from the read after its last chunk's: let that one be read.
+        time.sleep(0.5)
+        _send_in_pieces(sock, _header_lines(70 * 1024)[: MAX_HEADER_BYTES + 1])
+        answer = _read_all(sock)
+    assert answer.startswith(b"HTTP/1.1 400 ")
+    assert b"Invalid HTTP request received." in answer
+
+
+def test_a_key_in_a_chunked_bodys_trailer_is_no_key(served: Served) -> None:
+    # A trailer's fields are not request headers: a proxy in front checks only the head's.
+    key = served.key.encode()
+    head = b"POST /v1/images/generate HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n"
+    body = b"2\r\n{}\r\n0\r\n"
+    with _connect(served.address) as sock:
+        sock.sendall(head + b"X-Api-Key: " + key + b"\r\n\r\n" + body + b"\r\n")
+        in_head = _read_answer(sock)
+        sock.sendall(head + b"\r\n" + body + b"X-Api-Key: " + key + b"\r\n\r\n")
+        in_trailer = _read_answer(sock)
+    assert in_head.startswith(b"HTTP/1.1 400 ")  # the key is good: the empty body is not
+    assert b"VALIDATION_ERROR" in in_head
+    assert in_trailer.startswith(b"HTTP/1.1 401 ")
 
 
 def test_connections_beyond_the_concurrency_limit_get_503(server: str) -> None:
