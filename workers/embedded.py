@@ -74,19 +74,24 @@ class EmbeddedWorkers:
         if not self._running:
             return
         worker_state.should_terminate = 0
-        # Celery's shutdown sets the process's default socket timeout (5 s) around each stop and
-        # puts back what it saw; stops in parallel race, and the loser leaves 5 s behind for
-        # every socket this process makes afterwards (the serving process outlives its workers).
+        # Celery's shutdown sets the process's default socket timeout (5 s) in each stopping
+        # thread and puts back what it saw; stops in parallel race, and the loser leaves 5 s
+        # behind for every socket this process makes afterwards (the serving process outlives
+        # its workers): so once every stop has returned, the default is put back here.
         default_socket_timeout = socket.getdefaulttimeout()
         started = time.monotonic()
-        for running in self._running:
+        stops = [
             threading.Thread(
                 target=running.controller.stop, kwargs={"in_sighandler": False}, daemon=True
-            ).start()
-        for running in self._running:
-            remaining = max(0.0, deadline_seconds - (time.monotonic() - started))
-            running.thread.join(remaining)
-            if running.thread.is_alive():
+            )
+            for running in self._running
+        ]
+        for stop in stops:
+            stop.start()
+        for running, stop in zip(self._running, stops, strict=True):
+            for thread in (running.thread, stop):
+                thread.join(max(0.0, deadline_seconds - (time.monotonic() - started)))
+            if running.thread.is_alive() or stop.is_alive():
                 log.warning("the %s worker did not stop in time; leaving it", running.queue)
         self._running.clear()
         socket.setdefaulttimeout(default_socket_timeout)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable, Coroutine, Sequence
 from typing import Annotated, Any, Literal
 
@@ -47,16 +48,22 @@ USUAL_WAIT_QUERIES: dict[bytes, str | None] = {
 }
 
 
+READ_ARGUMENTS = {"job_id", "caller", "reads", "signer", "wait"}
+
+
 class JobReadRoute(ContractRoute):
-    """A job read, the request every client makes most, in its usual shape (a canonical job id,
-    no query or `wait=true|false` alone, a caller) calls the endpoint with its arguments made
-    here by the same providers: FastAPI's dependency solving was a third of a read's CPU
-    (docs/benchmarks.md). Any other shape goes FastAPI's way, so validation, its errors and
-    the OpenAPI document stay FastAPI's, generated from the endpoint's signature."""
+    """A job read, the request every client makes most, in its usual shape (a job id that
+    `parse_uuid` reads, no query or `wait=true|false` alone, a caller) calls the endpoint with
+    its arguments made here by the same providers: FastAPI's dependency solving was a third of
+    a read's CPU (docs/benchmarks.md). Any other shape goes FastAPI's way, so validation, its
+    errors and the OpenAPI document stay FastAPI's, generated from the endpoint's signature."""
 
     def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
         general = super().get_route_handler()
         endpoint = self.endpoint
+        # An endpoint that takes anything more would be called without it: refuse at start-up.
+        if set(inspect.signature(endpoint).parameters) != READ_ARGUMENTS:
+            raise TypeError(f"{endpoint.__name__} must take exactly {sorted(READ_ARGUMENTS)}")
 
         async def handler(request: Request) -> Response:
             scope = request.scope

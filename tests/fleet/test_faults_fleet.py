@@ -51,6 +51,7 @@ def test_the_proxy_keeps_accepting_when_the_process_default_socket_timeout_is_sh
             time.sleep(0.5)
             with socket.create_connection(("127.0.0.1", proxy.port), timeout=2) as client:
                 accepted, _ = target.accept()
+                accepted.settimeout(5)  # not the 0.2 s default this test sets
                 client.sendall(b"ping")
                 assert accepted.recv(4) == b"ping"
                 accepted.close()
