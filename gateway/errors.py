@@ -62,25 +62,26 @@ def unauthorized() -> ApiError:
     return ApiError(401, "UNAUTHORIZED", "Invalid API key")
 
 
-DATABASE_RETRY_AFTER_SECONDS = 2
+# What a 503 for a dependency out of reach tells the client to wait before retrying.
+UNAVAILABLE_RETRY_AFTER_SECONDS = 2
+
+
+def service_unavailable(message: str) -> ApiError:
+    """A dependency (the database, the file store) is out of reach: nothing half-done, retry."""
+    return ApiError(
+        503,
+        "SERVICE_UNAVAILABLE",
+        message,
+        headers={"Retry-After": str(UNAVAILABLE_RETRY_AFTER_SECONDS)},
+    )
 
 
 def database_unavailable() -> ApiError:
-    return ApiError(
-        503,
-        "SERVICE_UNAVAILABLE",
-        "The database is unavailable; nothing was changed, retry shortly",
-        headers={"Retry-After": str(DATABASE_RETRY_AFTER_SECONDS)},
-    )
+    return service_unavailable("The database is unavailable; nothing was changed, retry shortly")
 
 
 def storage_unavailable() -> ApiError:
-    return ApiError(
-        503,
-        "SERVICE_UNAVAILABLE",
-        "The file store is unavailable; retry shortly",
-        headers={"Retry-After": str(DATABASE_RETRY_AFTER_SECONDS)},
-    )
+    return service_unavailable("The file store is unavailable; retry shortly")
 
 
 def envelope(code: str, message: str, details: Mapping[str, Any] | None = None) -> dict[str, Any]:
