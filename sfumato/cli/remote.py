@@ -77,12 +77,17 @@ def connected(api_url: str | None, api_key: str | None) -> Iterator[Client]:
         err.print(f"job {failed.job.id} failed: {failed.message}", markup=False)
         raise typer.Exit(EXIT_JOB_FAILED) from None
     except APIError as error:
+        # Every route is under /v1: a 404 from an address without it names the likelier cause.
+        if error.status == 404 and not api_url.rstrip("/").endswith("/v1"):
+            api_error(error, f"the API's address ends in /v1; is {api_url} missing it?")
         api_error(error)
 
 
-def api_error(error: APIError) -> NoReturn:
+def api_error(error: APIError, hint: str | None = None) -> NoReturn:
     label = error.code or (f"HTTP {error.status}" if error.status else "CONNECTION_ERROR")
     err.print(f"error: {label}: {error.message}", markup=False, soft_wrap=True)
+    if hint:
+        err.print(f"hint: {hint}", markup=False, soft_wrap=True)
     raise typer.Exit(EXIT_API_ERROR)
 
 

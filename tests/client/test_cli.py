@@ -87,6 +87,17 @@ def test_exit_codes(service: Service, key: str, tmp_path: Path) -> None:
     assert unconfigured.exit_code == 2 and "SFUMATO_API_URL" in unconfigured.stderr
 
 
+def test_an_api_url_without_v1_gets_a_hint(service: Service, key: str, tmp_path: Path) -> None:
+    env = {"SFUMATO_API_URL": service.url, "SFUMATO_API_KEY": key}
+    result = CliRunner().invoke(app, ["generate", "x", "-o", str(tmp_path)], env=env)
+    assert result.exit_code == 3
+    assert result.stderr.splitlines() == [
+        "error: NOT_FOUND: Not found",
+        f"hint: the API's address ends in /v1; is {service.url} missing it?",
+    ]
+    assert not list(tmp_path.iterdir())
+
+
 def test_edit_reframe_upscale_from_a_prior_image(
     service: Service, key: str, tmp_path: Path
 ) -> None:
