@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import psycopg
 from alembic import command
 from alembic.config import Config
 from sqlalchemy import Connection, Engine, create_engine, event, make_url, text
 from sqlalchemy import exc as sqlalchemy_errors
 from sqlalchemy.orm import Session, sessionmaker
+
+from core.driver_reads import DriverReads
 
 MIGRATIONS_DIR = Path(__file__).parent / "migrations"
 # Any fixed 64-bit number: the PostgreSQL advisory lock that serialises concurrent migrations.
@@ -19,11 +23,14 @@ MIGRATION_LOCK_ID = 0x5F0A7011
 CONNECT_TIMEOUT_SECONDS = 5
 # The database cannot be reached or dropped the connection (its transaction rolled back), or the
 # pool has no connection to give. Worth retrying: a dropped connection invalidates the pool, so
-# the next attempt connects afresh.
+# the next attempt connects afresh. The driver's own errors come from `DriverReads`.
 DATABASE_UNAVAILABLE = (
     sqlalchemy_errors.OperationalError,
     sqlalchemy_errors.InterfaceError,
     sqlalchemy_errors.TimeoutError,
+    psycopg.OperationalError,
+    psycopg.InterfaceError,
+    sqlite3.OperationalError,
 )
 
 
@@ -76,6 +83,7 @@ class Database:
             )
             write_engine = self.engine
             self._statement_engine = self.engine.execution_options(isolation_level="AUTOCOMMIT")
+        self.driver_reads = DriverReads(self.engine, CONNECT_TIMEOUT_SECONDS)
         self._reader = sessionmaker(self.engine, expire_on_commit=False)
         self._writer = sessionmaker(write_engine, expire_on_commit=False)
 

@@ -251,7 +251,8 @@ def accounts_with_waiting_videos(session: Session, created_before: datetime) -> 
     )
 
 
-# Built once: the per-request job read reuses the compiled statement and its result metadata.
+# What the API shows of one of the account's jobs: the per-request poll, compiled once for the
+# database and run on the driver's connection (core/driver_reads.py).
 JOB_VIEW_BY_ID = select(
     Job.id,
     Job.account_id,
@@ -268,11 +269,6 @@ JOB_VIEW_BY_ID = select(
     Job.account_id == bindparam("account_id"),
     Job.deleted_at.is_(None),
 )
-
-
-def view_owned(connection: Connection, job_id: str, account_id: str) -> Any:
-    """What the API shows of one of the account's jobs (a row with the Job's column names)."""
-    return connection.execute(JOB_VIEW_BY_ID, {"job_id": job_id, "account_id": account_id}).first()
 
 
 CLAIM_IS_CURRENT = select(Job.id).where(

@@ -38,7 +38,7 @@ from core.jobs.contract import (
 )
 from core.pagination import decode_cursor, page_of
 from core.services import Services
-from core.tables import Account, Base, IdempotencyRecord, Job, Media
+from core.tables import Account, Base, Job, Media
 
 CANCELLED_MESSAGE = "Job cancelled"
 # Cancelling a job a worker already started keeps this much of its price (CONTRACT.md).
@@ -153,7 +153,7 @@ def _replay(
     if record is None:
         return None
     if record.expires_at <= moment:
-        idempotency_repository.remove(session, record)
+        idempotency_repository.remove(session, record.id)
         return None
     if record.endpoint != claim.endpoint or record.body_hash != claim.body_hash:
         raise IdempotencyKeyReused()
@@ -201,15 +201,13 @@ def create(
         if idempotency is not None:
             idempotency_repository.add(
                 session,
-                IdempotencyRecord(
-                    api_key_id=caller.api_key_id,
-                    key=idempotency.key,
-                    endpoint=idempotency.endpoint,
-                    body_hash=idempotency.body_hash,
-                    job_id=job_id,
-                    created_at=moment,
-                    expires_at=moment + IDEMPOTENCY_TTL,
-                ),
+                api_key_id=caller.api_key_id,
+                key=idempotency.key,
+                endpoint=idempotency.endpoint,
+                body_hash=idempotency.body_hash,
+                job_id=job_id,
+                created_at=moment,
+                expires_at=moment + IDEMPOTENCY_TTL,
             )
     return job, False
 
@@ -219,11 +217,12 @@ def purge_idempotency_records(db: Database) -> int:
         return idempotency_repository.purge_expired(session, utcnow())
 
 
-def view_owned(db: Database, account_id: str, job_id: str) -> Any:
+async def view_owned(db: Database, account_id: str, job_id: str) -> Any:
     """The account's job as the API shows it (id, type, queue, status, times, result, error),
-    read without a session: this is the poll every client makes, often."""
-    with db.statements() as connection:
-        return repository.view_owned(connection, job_id, account_id)
+    read on the driver's own connection: this is the poll every client makes, often."""
+    return await db.driver_reads.one(
+        repository.JOB_VIEW_BY_ID, {"job_id": job_id, "account_id": account_id}
+    )
 
 
 def get_owned(db: Database, account_id: str, job_id: str) -> Job | None:

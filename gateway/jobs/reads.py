@@ -1,21 +1,20 @@
 """Reading one of the caller's jobs, the hottest request every client makes, and its long-poll.
 
-The read is one prebuilt statement on a session-less connection (`jobs_service.view_owned`), run
-inline on SQLite and in a thread on a database across the network (`gateway/reads.run_read`).
-A long-poll subscribes to the job's state events before it reads, so no change is missed, and
-reads again only when woken."""
+The read is one statement compiled once and run on the driver's own connection
+(`jobs_service.view_owned`, `core/driver_reads.py`): inline on SQLite, on psycopg's asyncio
+connection on PostgreSQL, never in a thread. A long-poll subscribes to the job's state events
+before it reads, so no change is missed, and reads again only when woken."""
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 from core.db import Database
 from core.events import JobEvents
 from core.jobs import service as jobs_service
 from core.jobs.contract import TERMINAL
 from gateway.jobs.presenter import JobLike
-from gateway.reads import run_read
 
 
 class JobReads:
@@ -29,25 +28,23 @@ class JobReads:
     ) -> JobLike | None:
         """The account's job of one of `types` (None: no such job), after waiting for a terminal
         state when `wait` (about `wait_seconds` at most)."""
-        db = self.db
-
-        def load() -> JobLike | None:
-            job = jobs_service.view_owned(db, account_id, job_id)
-            return job if job is not None and job.type in types else None
-
         if not wait:
-            return await run_read(db, load)
-        return await self._wait_for_terminal(job_id, load)
+            return await self._load(account_id, job_id, types)
+        return await self._wait_for_terminal(account_id, job_id, types)
+
+    async def _load(self, account_id: str, job_id: str, types: Sequence[str]) -> JobLike | None:
+        job = await jobs_service.view_owned(self.db, account_id, job_id)
+        return job if job is not None and job.type in types else None
 
     async def _wait_for_terminal(
-        self, job_id: str, load: Callable[[], JobLike | None]
+        self, account_id: str, job_id: str, types: Sequence[str]
     ) -> JobLike | None:
         """Hold until the job is terminal or the wait runs out; wake-ups are pushed, not
         polled."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self.wait_seconds
         async with self.events.subscribe(job_id) as changed:
-            job = await run_read(self.db, load)
+            job = await self._load(account_id, job_id, types)
             while job is not None and job.status not in TERMINAL:
                 remaining = deadline - loop.time()
                 if remaining <= 0:
@@ -59,5 +56,5 @@ class JobReads:
                 except TimeoutError:
                     break
                 changed.clear()
-                job = await run_read(self.db, load)
+                job = await self._load(account_id, job_id, types)
         return job

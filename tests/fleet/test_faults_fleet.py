@@ -121,14 +121,18 @@ def test_a_postgres_outage_answers_503_writes_nothing_half_and_recovers(
             key = fleet.new_key(credits=100)
             body = {"prompt": "[sleep 0] during an outage", "quality": "low"}
             with fleet.client(gateway, key, timeout=30) as client:
-                wait_done(client, create(client, "[sleep 0] before", quality="low")["id"])
+                before = create(client, "[sleep 0] before", quality="low")["id"]
+                wait_done(client, before)
                 # The database goes away while a create's transaction is in flight: after the
                 # job row, before its credit reservation.
                 proxy.cut_on(b"INSERT INTO credit_ledger")
                 cut_mid_create = client.post("/images/generate", json=body)
                 assert proxy.tripped.is_set()
                 refused = client.post("/images/generate", json=body)
-                for answer in (cut_mid_create, refused):
+                # Job reads run on the driver's own asyncio connections (core/driver_reads.py):
+                # the one the reads before opened is cut too.
+                unread = client.get(f"/jobs/{before}")
+                for answer in (cut_mid_create, refused, unread):
                     assert answer.status_code == 503, answer.text
                     assert answer.json()["error"]["code"] == "SERVICE_UNAVAILABLE"
                     assert int(answer.headers["Retry-After"]) >= 1
@@ -149,6 +153,9 @@ def test_a_postgres_outage_answers_503_writes_nothing_half_and_recovers(
                     lambda: _accepted(client, body), 20, "creates accepted again", interval=0.2
                 )
                 assert time.monotonic() - started < 15
+                # Every read answers again at once: no connection cut in the outage is reused.
+                for _ in range(3):
+                    assert client.get(f"/jobs/{before}").status_code == 200
                 done = wait_done(client, recovered["id"])
                 assert done["status"] == "completed", done
             # The test's own pool, through the proxy too, still holds the cut connections.

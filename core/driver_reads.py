@@ -1,0 +1,188 @@
+"""Single-row reads on the database driver's own connections, for the per-request hot path.
+
+The job poll is the request every client makes most, and SQLAlchemy's execution of even a
+prebuilt statement (its execution context, result metadata, pool checkout) cost more than the
+query itself (docs/benchmarks.md). A `PreparedSelect` is the same SQLAlchemy statement compiled
+once for the database's dialect, its rows decoded by the columns' own result processors, so values
+are exactly what SQLAlchemy would give. `DriverReads` runs it on:
+
+- SQLite: inline, on one connection per thread taken from the engine's pool (so it has the
+  engine's pragmas); a WAL reader never waits for a writer, and the read takes microseconds.
+- PostgreSQL: psycopg's asyncio connections of the running event loop, at most
+  `ASYNC_CONNECTIONS` per loop, in autocommit (each statement its own snapshot, as the
+  session-less reads before), so a read needs no thread hop; psycopg prepares a statement on the
+  server once it has run a few times on a connection.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import select
+import sqlite3
+import threading
+import weakref
+from collections import namedtuple
+from collections.abc import AsyncIterator, Callable, Mapping
+from contextlib import asynccontextmanager
+from typing import Any
+
+import psycopg
+from sqlalchemy import Engine, Select
+
+# Per event loop: enough for a gateway's concurrent polls (a read holds one for a round trip),
+# few enough beside the engine's pool under PostgreSQL's default 100 connections.
+ASYNC_CONNECTIONS = 8
+
+
+class PreparedSelect:
+    """`statement`, compiled for `engine`'s dialect once; rows are named tuples of its columns."""
+
+    def __init__(self, statement: Select[Any], engine: Engine) -> None:
+        dialect = engine.dialect
+        compiled = statement.compile(dialect=dialect)
+        self.sql = str(compiled)
+        # qmark (SQLite) binds by position, pyformat (psycopg) by name.
+        self.positions = tuple(compiled.positiontup or ())
+        for name, bind in compiled.binds.items():
+            if bind.type.dialect_impl(dialect).bind_processor(dialect) is not None:
+                raise TypeError(f"parameter {name} needs conversion: not a driver read")
+        self.dialect = dialect
+        self.columns = list(statement.selected_columns)
+        self.row_type = namedtuple("Row", [column.key for column in self.columns])  # type: ignore[misc]
+        self.processors: list[tuple[int, Callable[[Any], Any]]] | None = None
+
+    def parameters(self, values: Mapping[str, Any]) -> Any:
+        return tuple(values[name] for name in self.positions) if self.positions else values
+
+    def row(self, values: Any, description: Any) -> Any:
+        """A named tuple of the driver's row (None for none), `description` the cursor's."""
+        if values is None:
+            return None
+        processors = self.processors
+        if processors is None:
+            processors = self.processors = self._processors(description)
+        if processors:
+            values = list(values)
+            for index, processor in processors:
+                values[index] = processor(values[index])
+        return self.row_type(*values)
+
+    def _processors(self, description: Any) -> list[tuple[int, Callable[[Any], Any]]]:
+        """The columns' result processors, for the types the driver said it returns (psycopg's
+        type codes decide which need none)."""
+        dialect = self.dialect
+        processors: list[tuple[int, Callable[[Any], Any]]] = []
+        for index, column in enumerate(self.columns):
+            coltype = description[index][1]
+            processor = column.type.dialect_impl(dialect).result_processor(dialect, coltype)
+            if processor is not None:
+                processors.append((index, processor))
+        return processors
+
+
+class _LoopConnections:
+    """psycopg's asyncio connections of one event loop. A connection that saw any error is
+    closed, never reused: its state is unknown (and a dropped one must be replaced)."""
+
+    def __init__(self, conninfo: str, connect_timeout: int) -> None:
+        self.conninfo = conninfo
+        self.connect_timeout = connect_timeout
+        self.idle: list[psycopg.AsyncConnection[Any]] = []
+        self.slots = asyncio.Semaphore(ASYNC_CONNECTIONS)
+
+    @asynccontextmanager
+    async def connection(self) -> AsyncIterator[psycopg.AsyncConnection[Any]]:
+        async with self.slots:
+            connection = await self._idle_connection() or await self._connect()
+            try:
+                yield connection
+            except BaseException as error:
+                # close() only finishes the socket: it cannot be interrupted by a cancellation.
+                await connection.close()
+                if isinstance(error, psycopg.OperationalError):
+                    # The server went away: the idle ones were dropped too (as SQLAlchemy's
+                    # pool invalidates itself), or each would fail one request after it is back.
+                    await self.close()
+                raise
+            if not connection.closed:
+                self.idle.append(connection)
+
+    async def _idle_connection(self) -> psycopg.AsyncConnection[Any] | None:
+        """An idle connection the server has not closed. An idle one has nothing to read unless
+        the server went away (its FIN, or a FATAL message): one poll, no round trip."""
+        while self.idle:
+            connection = self.idle.pop()
+            # poll, not select: a gateway holding thousands of reads has descriptors past 1024.
+            poller = select.poll()
+            poller.register(connection.fileno(), select.POLLIN)
+            if not poller.poll(0):
+                return connection
+            await connection.close()
+        return None
+
+    async def _connect(self) -> psycopg.AsyncConnection[Any]:
+        return await psycopg.AsyncConnection.connect(
+            self.conninfo, autocommit=True, connect_timeout=self.connect_timeout
+        )
+
+    async def close(self) -> None:
+        idle, self.idle = self.idle, []
+        for connection in idle:
+            await connection.close()
+
+
+class DriverReads:
+    def __init__(self, engine: Engine, connect_timeout: int) -> None:
+        self.engine = engine
+        self.is_sqlite = engine.dialect.name == "sqlite"
+        self.connect_timeout = connect_timeout
+        self._prepared: dict[Select[Any], PreparedSelect] = {}
+        self._thread = threading.local()
+        self._loops: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _LoopConnections] = (
+            weakref.WeakKeyDictionary()
+        )
+
+    def prepared(self, statement: Select[Any]) -> PreparedSelect:
+        prepared = self._prepared.get(statement)
+        if prepared is None:
+            prepared = self._prepared[statement] = PreparedSelect(statement, self.engine)
+        return prepared
+
+    async def one(self, statement: Select[Any], values: Mapping[str, Any]) -> Any:
+        """The statement's first row (a named tuple of its columns), or None."""
+        prepared = self.prepared(statement)
+        parameters = prepared.parameters(values)
+        if self.is_sqlite:
+            # fetchall, not fetchone: a statement left unfinished would hold its read snapshot.
+            local = self._sqlite_connection().execute(prepared.sql, parameters)
+            rows = local.fetchall()
+            return prepared.row(rows[0] if rows else None, local.description)
+        async with self._loop_connections().connection() as connection:
+            remote = await connection.execute(prepared.sql, parameters)
+            return prepared.row(await remote.fetchone(), remote.description)
+
+    def _sqlite_connection(self) -> sqlite3.Connection:
+        connection: sqlite3.Connection | None = getattr(self._thread, "connection", None)
+        if connection is None:
+            # Kept checked out for the thread's lifetime: the pool's connection carries the
+            # engine's pragmas (WAL, busy timeout).
+            self._thread.pooled = self.engine.raw_connection()
+            connection = self._thread.connection = self._thread.pooled.driver_connection
+        assert connection is not None
+        return connection
+
+    def _loop_connections(self) -> _LoopConnections:
+        loop = asyncio.get_running_loop()
+        connections = self._loops.get(loop)
+        if connections is None:
+            url = self.engine.url.set(drivername="postgresql")
+            connections = self._loops[loop] = _LoopConnections(
+                url.render_as_string(hide_password=False), self.connect_timeout
+            )
+        return connections
+
+    async def close(self) -> None:
+        """Closes the running loop's idle connections (a gateway's shutdown)."""
+        connections = self._loops.pop(asyncio.get_running_loop(), None)
+        if connections is not None:
+            await connections.close()

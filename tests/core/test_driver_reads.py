@@ -1,0 +1,91 @@
+"""The job poll's driver read gives exactly what SQLAlchemy's execution of the same statement
+gives, on SQLite and on PostgreSQL: values, types and time zones, a missing row as None."""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from core.accounts import service as accounts
+from core.db import Database
+from core.ids import new_id
+from core.jobs.repository import JOB_VIEW_BY_ID
+from core.services import Services
+from core.settings import Settings
+from core.tables import Job
+
+
+def _database(kind: str, tmp_path: Path, request: pytest.FixtureRequest) -> Database:
+    """A migrated database with the plans written, as `sfumato` prepares it."""
+    settings = Settings(data_dir=tmp_path)
+    if kind == "postgres":
+        settings = Settings(
+            data_dir=tmp_path, database_url=request.getfixturevalue("postgres_database")
+        )
+    services = Services.from_settings(settings)
+    services.prepare()
+    return services.db
+
+
+@pytest.mark.parametrize(
+    "kind", ["sqlite", pytest.param("postgres", marks=pytest.mark.distributed)]
+)
+def test_a_driver_read_equals_sqlalchemys_row(
+    kind: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    db = _database(kind, tmp_path, request)
+    email = f"{new_id()}@driver.test"
+    account = accounts.create_account(db, email, "pro", 10)
+    created_at = datetime(2026, 11, 26, 3, 4, 5, 678000, tzinfo=UTC)
+    jobs = {
+        "completed": {"result": {"images": [{"id": "m", "key": "k.png", "width": 8}]}},
+        "failed": {"error": {"message": "the pipeline failed"}, "message": "a\nb"},
+        "pending": {"progress": 0.25},
+    }
+    ids = {}
+    with db.write() as session:
+        for status, columns in jobs.items():
+            ids[status] = new_id()
+            session.add(
+                Job(
+                    id=ids[status],
+                    account_id=account.id,
+                    type="image.generate",
+                    operation="generate",
+                    queue="image",
+                    status=status,
+                    inputs={},
+                    created_at=created_at,
+                    **columns,
+                )
+            )
+
+    async def read(job_id: str, account_id: str) -> object:
+        return await db.driver_reads.one(
+            JOB_VIEW_BY_ID, {"job_id": job_id, "account_id": account_id}
+        )
+
+    async def reads() -> list[object]:
+        try:
+            answers = [await read(job_id, account.id) for job_id in ids.values()]
+            answers.append(await read(ids["completed"], new_id()))  # another account's job
+            return answers
+        finally:
+            await db.driver_reads.close()
+
+    driven = asyncio.run(reads())
+    with db.statements() as connection:
+        expected = [
+            connection.execute(JOB_VIEW_BY_ID, {"job_id": job_id, "account_id": account.id})
+            .first()
+            ._asdict()
+            for job_id in ids.values()
+        ]
+    assert [row._asdict() for row in driven[:-1]] == expected  # type: ignore[attr-defined]
+    assert driven[-1] is None
+    assert driven[0].created_at == created_at  # type: ignore[attr-defined]
+    assert driven[0].created_at.tzinfo is not None  # type: ignore[attr-defined]
+    db.dispose()
