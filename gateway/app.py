@@ -95,6 +95,7 @@ def create_app(gateway: Gateway) -> FastAPI:
             if workers is not None:
                 await anyio.to_thread.run_sync(workers.stop)
             await gateway.services.events.stop()
+            await gateway.services.db.driver_reads.close()
 
     app = FastAPI(
         title="Sfumato",
@@ -107,6 +108,9 @@ def create_app(gateway: Gateway) -> FastAPI:
         # `/v1/images/generate/` is a 404 in the envelope, not a bare 307 to the Host header.
         redirect_slashes=False,
         generate_unique_id_function=operation_id,
+        # No OpenTelemetry here (metrics are Prometheus'): FastAPI's own would look up the
+        # global providers on every request.
+        telemetry={"tracing": False, "metrics": False, "logs": False},
     )
     app.state.gateway = gateway
     for router in (

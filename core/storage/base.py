@@ -2,14 +2,30 @@
 
 from __future__ import annotations
 
+import threading
+import time
 from abc import ABC, abstractmethod
+from collections import OrderedDict
+
+# Download URLs of the objects answers name, kept per store (a key, its address, its expiry).
+REUSED_URLS = 10_000
 
 
 class StorageError(Exception):
     """The store could not be reached or refused an operation."""
 
 
+def rounded_expiry(expires_in: int) -> int:
+    """When a download URL asked for now, valid for `expires_in` s, expires: rounded up to the
+    next hour, so that every read within the hour gives one URL (and browsers cache the file)."""
+    return (int(time.time()) + expires_in) // 3600 * 3600 + 3600
+
+
 class Storage(ABC):
+    def __init__(self) -> None:
+        self._urls: OrderedDict[tuple[str, str, int], str] = OrderedDict()
+        self._urls_lock = threading.Lock()
+
     @abstractmethod
     def put_bytes(self, key: str, data: bytes, content_type: str) -> None: ...
 
@@ -28,9 +44,24 @@ class Storage(ABC):
     def keys_under(self, prefix: str) -> list[str]:
         """The keys of the objects whose key starts with `prefix` (a folder, ending in `/`)."""
 
-    @abstractmethod
     def url_for(self, key: str, *, base_url: str, expires_in: int) -> str:
-        """An absolute URL a browser can GET without an API key, valid for `expires_in` s."""
+        """An absolute URL a browser can GET without an API key, valid for `expires_in` s at
+        least (to the next hour). Signed once per object, address and hour, then reused: a job
+        polled every second names the same files in every answer."""
+        expires = rounded_expiry(expires_in)
+        reused = (key, base_url, expires)
+        url = self._urls.get(reused)
+        if url is None:
+            url = self._signed_url(key, base_url, expires)
+            with self._urls_lock:
+                self._urls[reused] = url
+                if len(self._urls) > REUSED_URLS:
+                    self._urls.popitem(last=False)
+        return url
+
+    @abstractmethod
+    def _signed_url(self, key: str, base_url: str, expires: int) -> str:
+        """A newly signed download URL of `key`, valid until `expires` (a Unix time)."""
 
     @abstractmethod
     def upload_url_for(

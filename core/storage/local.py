@@ -24,6 +24,7 @@ FILES_ROUTE = "/files"
 
 class LocalStorage(Storage):
     def __init__(self, root: Path, signing_key: bytes) -> None:
+        super().__init__()
         self.root = root.resolve()
         self.root.mkdir(parents=True, exist_ok=True)
         self._signing_key = signing_key
@@ -90,9 +91,7 @@ class LocalStorage(Storage):
         expected = self.signature(method, key, expires, *bound)
         return hmac.compare_digest(expected.encode(), signature.encode())
 
-    def url_for(self, key: str, *, base_url: str, expires_in: int) -> str:
-        # Rounded to the hour so repeated reads of one job give one URL (and browser caching).
-        expires = (int(time.time()) + expires_in) // 3600 * 3600 + 3600
+    def _signed_url(self, key: str, base_url: str, expires: int) -> str:
         query = urlencode({"expires": expires, "signature": self.signature("GET", key, expires)})
         return f"{base_url.rstrip('/')}{FILES_ROUTE}/{quote(key)}?{query}"
 

@@ -10,6 +10,7 @@ the host): presigned URLs are written for it, while the service's own calls use 
 from __future__ import annotations
 
 import functools
+import time
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
@@ -20,6 +21,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 from core.storage.base import Storage, StorageError
 
 MISSING_OBJECT_CODES = {"404", "NoSuchKey", "NotFound"}
+MAX_PRESIGNED_SECONDS = 7 * 24 * 3600
 
 
 class S3Storage(Storage):
@@ -30,6 +32,7 @@ class S3Storage(Storage):
         region: str | None,
         public_endpoint_url: str | None = None,
     ) -> None:
+        super().__init__()
         self.bucket = bucket
         config = Config(
             signature_version="s3v4",
@@ -105,8 +108,11 @@ class S3Storage(Storage):
         except BotoCoreError as error:
             raise StorageError(f"cannot presign {action} of {key}: {error}") from error
 
-    def url_for(self, key: str, *, base_url: str, expires_in: int) -> str:
-        return self._presign("get_object", key, expires_in)
+    def _signed_url(self, key: str, base_url: str, expires: int) -> str:
+        # SigV4 refuses a presigned URL valid for longer than a week.
+        return self._presign(
+            "get_object", key, min(expires - int(time.time()), MAX_PRESIGNED_SECONDS)
+        )
 
     def upload_url_for(
         self, key: str, *, content_type: str, max_bytes: int, base_url: str, expires_in: int

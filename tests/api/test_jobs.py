@@ -61,6 +61,24 @@ def test_job_reads_carry_the_pipelines_notes(service: Service, key: str) -> None
         assert client.get(f"/jobs/{pending['id']}").json()["data"]["notes"] == []
 
 
+def test_reads_name_a_file_by_one_url_valid_at_least_as_long_as_configured(
+    service: Service, key: str
+) -> None:
+    """Signed once per file and hour, then reused (a job polled every second does not sign
+    its files in every answer), never shorter-lived than `signed_url_seconds`."""
+    first_asked = time.time()
+    with service.client(key) as client:
+        job = wait_done(client, create(client, "[sleep 0] one url")["id"])
+        again = client.get(f"/jobs/{job['id']}").json()["data"]
+    last_asked = time.time()
+    urls = [image["url"] for image in job["result"]["images"]]
+    assert urls == [image["url"] for image in again["result"]["images"]]
+    expires = int(re.search(r"expires=(\d+)", urls[0]).group(1))  # type: ignore[union-attr]
+    configured = service.services.settings.signed_url_seconds
+    assert first_asked + configured <= expires <= last_asked + configured + 3600
+    assert httpx.get(urls[0]).status_code == 200
+
+
 def test_signed_urls_refuse_tampering(service: Service, key: str) -> None:
     with service.client(key) as client:
         job = wait_done(client, create(client, "[sleep 0] signed")["id"])

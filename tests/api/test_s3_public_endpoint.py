@@ -3,7 +3,8 @@ one address, and presigns the URLs it hands out for the address clients reach it
 
 from __future__ import annotations
 
-from urllib.parse import urlsplit
+import time
+from urllib.parse import parse_qs, urlsplit
 
 import httpx
 
@@ -36,3 +37,22 @@ def test_presigned_urls_name_the_public_endpoint_and_still_work() -> None:
         assert httpx.put(upload, content=b"up", headers={"content-type": "image/png"}).is_success
         # The service's own calls go to the inside endpoint.
         assert storage.get_bytes("staging/b") == b"up"
+
+
+def test_presigned_download_urls_are_reused_within_the_hour_and_last_as_asked() -> None:
+    with s3_server() as storage_url:
+        storage = storage_from_settings(Settings(storage_url=storage_url))
+        storage.put_bytes("images/c.png", b"png bytes", "image/png")
+        urls = []
+        for _ in range(2):
+            urls.append(storage.url_for("images/c.png", base_url="http://gateway/", expires_in=600))
+            # Presigning again would sign another second's date.
+            time.sleep(1.1)
+        assert urls[0] == urls[1]
+        lasts = int(parse_qs(urlsplit(urls[0]).query)["X-Amz-Expires"][0])
+        assert 600 <= lasts <= 600 + 3600
+        assert httpx.get(urls[0]).content == b"png bytes"
+        # SigV4 allows a week at most: a longer setting is cut to it, not refused by the store.
+        week = storage.url_for("images/c.png", base_url="http://gateway/", expires_in=7 * 86400)
+        assert int(parse_qs(urlsplit(week).query)["X-Amz-Expires"][0]) <= 7 * 86400
+        assert httpx.get(week).content == b"png bytes"
