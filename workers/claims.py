@@ -120,7 +120,7 @@ class Leases:
 
     def _look_after(self, keeper: LeaseKeeper) -> None:
         now = time.monotonic()
-        if now - keeper.checked_at < self._check_interval:
+        if keeper.lost.is_set() or now - keeper.checked_at < self._check_interval:
             return
         keeper.checked_at = now
         fraction = keeper.fraction
