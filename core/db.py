@@ -103,8 +103,8 @@ class Database:
     @contextmanager
     def statements(self) -> Iterator[Connection]:
         """A connection whose every statement commits by itself: no session, no BEGIN. For
-        single-statement reads on the per-request hot path, where that machinery would cost
-        several times the query."""
+        single statements on hot paths (the job read, a worker's claim), where that machinery
+        would cost several times the statement; a write here is as durable as any commit."""
         with self._statement_engine.connect() as connection:
             yield connection
 

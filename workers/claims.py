@@ -1,12 +1,13 @@
-"""Taking a job and keeping it: the claim (retried through a database blip) and the lease keeper
-that renews it while the pipeline runs and notices when the job is no longer this worker's."""
+"""Taking a job and keeping it: the claim (retried through a database blip) and the leases, kept
+while the pipelines run by one thread that notices when a job is no longer this worker's."""
 
 from __future__ import annotations
 
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import TypeVar
 
 from core.db import DATABASE_UNAVAILABLE
@@ -53,61 +54,88 @@ def claim_job(lifecycle: JobLifecycle, job_id: str) -> jobs_service.Claim | None
 
 
 class LeaseKeeper:
-    """Renews the job's lease in the background and notices a cancel or a lost claim.
+    """One job's lease as `Leases` keeps it: `progress` (the job's, 0..1) only records the
+    fraction and reads a flag the keeping thread sets, so checking for cancel at every step
+    costs nothing."""
 
-    `progress` (the job's, 0..1) only reads a flag this thread sets, so checking for cancel at
-    every step costs nothing. The thread reads the claim a few times a second (a read, which
-    never waits for writers) and writes the lease only every third of its length, or sooner
-    when the progress moved on and `progress_seconds` passed since the last write (so clients
-    see it move about once a second while a pipeline reports hundreds of steps a second, and
-    running jobs do not crowd the database's write lock).
+    def __init__(self, claim: jobs_service.Claim) -> None:
+        self.claim = claim
+        self.fraction = 0.0
+        self.lost = threading.Event()
+        self.checked_at = self.renewed_at = time.monotonic()
+        self.written = 0.0
+
+    def progress(self, fraction: float, message: str | None = None) -> None:
+        self.fraction = max(0.0, min(1.0, fraction))
+        if self.lost.is_set():
+            raise Cancelled()
+
+
+class Leases:
+    """Renews the leases of the jobs this process runs and notices a cancel or a lost claim:
+    one thread for all of them, started with the first, so a job costs no thread of its own.
+
+    The thread reads each claim a few times a second (a read, which never waits for writers)
+    and writes its lease only every third of its length, or sooner when the progress moved on
+    and `progress_seconds` passed since the last write (so clients see it move about once a
+    second while a pipeline reports hundreds of steps a second, and running jobs do not crowd
+    the database's write lock).
     """
 
-    def __init__(self, lifecycle: JobLifecycle, claim: jobs_service.Claim) -> None:
+    def __init__(self, lifecycle: JobLifecycle) -> None:
         self._lifecycle = lifecycle
-        self._claim = claim
-        self._fraction = 0.0
-        self._lost = threading.Event()
-        self._stop = threading.Event()
         settings = lifecycle.services.settings
         self._progress_interval = settings.progress_seconds
         self._check_interval = min(0.2, settings.lease_seconds / 4, settings.progress_seconds / 4)
         self._renew_interval = settings.lease_seconds / 3
-        self._thread = threading.Thread(
-            target=self._run, name=f"lease-{claim.job.id[:8]}", daemon=True
-        )
+        self._kept: set[LeaseKeeper] = set()
+        self._changed = threading.Condition()
+        self._thread: threading.Thread | None = None
 
-    def __enter__(self) -> LeaseKeeper:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *_exc: object) -> None:
-        self._stop.set()
-        self._thread.join()
+    @contextmanager
+    def keep(self, claim: jobs_service.Claim) -> Iterator[LeaseKeeper]:
+        """The claim's lease kept while the block runs."""
+        keeper = LeaseKeeper(claim)
+        with self._changed:
+            self._kept.add(keeper)
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, name="leases", daemon=True)
+                self._thread.start()
+            self._changed.notify()
+        try:
+            yield keeper
+        finally:
+            with self._changed:
+                self._kept.discard(keeper)
 
     def _run(self) -> None:
-        renewed_at = time.monotonic()
-        written = 0.0
-        while not self._stop.wait(self._check_interval):
-            try:
-                fraction = self._fraction
-                since = time.monotonic() - renewed_at
-                if since >= self._renew_interval or (
-                    fraction > written and since >= self._progress_interval
-                ):
-                    alive = self._lifecycle.renew_lease(self._claim, fraction)
-                    renewed_at = time.monotonic()
-                    written = fraction
-                else:
-                    alive = self._lifecycle.holds_claim(self._claim)
-            except Exception as error:  # the database blinked: the lease outlives a blink
-                log.warning("could not renew the lease of job %s: %s", self._claim.job.id, error)
-                continue
-            if not alive:
-                self._lost.set()
-                return
+        while True:
+            with self._changed:
+                while not self._kept:
+                    self._changed.wait()
+                kept = list(self._kept)
+            for keeper in kept:
+                self._look_after(keeper)
+            time.sleep(self._check_interval)
 
-    def progress(self, fraction: float, message: str | None = None) -> None:
-        self._fraction = max(0.0, min(1.0, fraction))
-        if self._lost.is_set():
-            raise Cancelled()
+    def _look_after(self, keeper: LeaseKeeper) -> None:
+        now = time.monotonic()
+        if keeper.lost.is_set() or now - keeper.checked_at < self._check_interval:
+            return
+        keeper.checked_at = now
+        fraction = keeper.fraction
+        since = now - keeper.renewed_at
+        try:
+            if since >= self._renew_interval or (
+                fraction > keeper.written and since >= self._progress_interval
+            ):
+                alive = self._lifecycle.renew_lease(keeper.claim, fraction)
+                keeper.renewed_at = time.monotonic()
+                keeper.written = fraction
+            else:
+                alive = self._lifecycle.holds_claim(keeper.claim)
+        except Exception as error:  # the database blinked: the lease outlives a blink
+            log.warning("could not renew the lease of job %s: %s", keeper.claim.job.id, error)
+            return
+        if not alive:
+            keeper.lost.set()

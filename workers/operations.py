@@ -51,8 +51,8 @@ class Operations:
         self.pipelines = pipelines
         self.batcher = batcher
 
-    def run(self, job: Job, control: JobControl, scratch: str) -> ImageOutput | VideoOutput:
-        """The pipeline's output; a video is written into the folder `scratch`."""
+    def run_image(self, job: Job, control: JobControl) -> ImageOutput:
+        """The output of an image operation."""
         inputs = inputs_of(job.operation, job.inputs)
         if isinstance(inputs, GenerateInputs):
             generate = GenerateInput(
@@ -85,6 +85,11 @@ class Operations:
                 seed=job.seed,
             )
             return self._run_image(job, to_size, control)
+        raise LookupError(f"no image pipeline runs the operation {job.operation!r}")
+
+    def run_video(self, job: Job, control: JobControl, scratch: str) -> VideoOutput:
+        """The output of a video operation, its clip written into the folder `scratch`."""
+        inputs = inputs_of(job.operation, job.inputs)
         clip = os.path.join(scratch, "clip.mp4")
         if isinstance(inputs, AnimateInputs):
             animate = AnimateInput(
@@ -98,7 +103,7 @@ class Operations:
                 **_clip_fields(job, inputs, clip),
             )
             return self._run_video(job, transition, control)
-        raise LookupError(f"no pipeline runs the operation {job.operation!r}")
+        raise LookupError(f"no video pipeline runs the operation {job.operation!r}")
 
     def _run_image(self, job: Job, request: Any, control: JobControl) -> ImageOutput:
         return self.batcher.run(self.pipelines.get(job.operation), request, control)

@@ -13,11 +13,11 @@ from core.jobs.contract import Operation, Queue
 from core.jobs.lifecycle import JobLifecycle
 from core.services import Services
 from core.tables import Job, Media
-from pipelines.base import Cancelled, VideoOutput
+from pipelines.base import Cancelled
 from pipelines.registry import PipelineRegistry
 from workers import metrics
 from workers.batching import Batcher
-from workers.claims import ClaimLost, LeaseKeeper, claim_job
+from workers.claims import ClaimLost, LeaseKeeper, Leases, claim_job
 from workers.operations import Operations
 from workers.progress import STORING, PipelineProgress
 from workers.settling import Settlement
@@ -43,6 +43,7 @@ class JobRunner:
         self.store = OutputStore(services, lifecycle)
         self.style_extraction = StyleExtraction(services, pipelines, self.store)
         self.settlement = Settlement(lifecycle, self.store)
+        self.leases = Leases(lifecycle)
         count_model_cache_lookups(pipelines)
 
     def warm_up(self, queues: Sequence[str]) -> None:
@@ -71,7 +72,7 @@ class JobRunner:
         started = time.perf_counter()
         stored: list[Media] = []
         try:
-            with LeaseKeeper(self.lifecycle, claim) as keeper:
+            with self.leases.keep(claim) as keeper:
                 outcome = self._produce(job, keeper)
             stored = outcome.media
             self.settlement.complete(claim, outcome, started)
@@ -88,9 +89,14 @@ class JobRunner:
         """The job's output, stored (not yet saved to the job)."""
         if job.operation == Operation.EXTRACT_STYLE:
             return self.style_extraction.run(job, keeper)
-        with tempfile.TemporaryDirectory(prefix="sfumato-job-") as scratch:
-            output = self.operations.run(job, PipelineProgress(keeper), scratch)
+        control = PipelineProgress(keeper)
+        if job.queue != Queue.VIDEO:
+            images = self.operations.run_image(job, control)
             keeper.progress(STORING, "storing")
-            if isinstance(output, VideoOutput):
-                return self.store.video(job, output)
-            return self.store.images(job, output)
+            return self.store.images(job, images)
+        # A video pipeline writes its clip into a folder of its own (an image one needs none:
+        # making and removing it was a tenth of a small image job).
+        with tempfile.TemporaryDirectory(prefix="sfumato-job-") as scratch:
+            video = self.operations.run_video(job, control, scratch)
+            keeper.progress(STORING, "storing")
+            return self.store.video(job, video)

@@ -41,8 +41,13 @@ def settle(session: Session, account_id: str, job_id: str, amount: int) -> None:
     """The reservation becomes a charge; the balance already reflects it."""
     after = repository.balance(session, account_id)
     repository.add_entry(
-        session, account_id, "settle", 0, after, job_id=job_id, reason=f"charged {amount}"
+        session, account_id, "settle", 0, after, job_id=job_id, reason=settle_reason(amount)
     )
+
+
+def settle_reason(amount: int) -> str:
+    """What a settle entry says (also written by `core.jobs.repository.COMPLETE`)."""
+    return f"charged {amount}"
 
 
 def refund(session: Session, account_id: str, job_id: str, amount: int, reason: str) -> None:

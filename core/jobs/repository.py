@@ -6,11 +6,22 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, and_, bindparam, case, delete, func, or_, select, update
+from sqlalchemy import (
+    Connection,
+    and_,
+    bindparam,
+    case,
+    delete,
+    func,
+    or_,
+    select,
+    text,
+    update,
+)
 from sqlalchemy.orm import Session
 
 from core.jobs.contract import IN_FLIGHT, JobStatus, Queue
-from core.tables import IdempotencyRecord, Job, Media
+from core.tables import IdempotencyRecord, Job, JSONType, Media, UTCDateTime
 
 
 def add(session: Session, job: Job) -> Job:
@@ -61,29 +72,43 @@ def mark_dispatched(
     return bool(result.rowcount)  # type: ignore[attr-defined]
 
 
+_FRESH = Job.status == JobStatus.PENDING
+# Built once, like the job read: a claim is one statement, compiled once per process.
+CLAIM = (
+    update(Job)
+    .where(
+        Job.id == bindparam("job_id"),
+        or_(
+            _FRESH,
+            and_(Job.status == JobStatus.PROCESSING, Job.claim_token == bindparam("token")),
+        ),
+    )
+    .values(
+        status=JobStatus.PROCESSING,
+        claim_token=bindparam("token"),
+        attempts=case((_FRESH, Job.attempts + 1), else_=Job.attempts),
+        started_at=case(
+            (_FRESH, bindparam("moment", type_=Job.started_at.type)), else_=Job.started_at
+        ),
+        lease_expires_at=bindparam("lease_until", type_=Job.lease_expires_at.type),
+    )
+    .returning(*Job.__table__.columns)
+)
+
+
 def claim(
-    session: Session, job_id: str, token: str, moment: datetime, lease_until: datetime
+    connection: Connection, job_id: str, token: str, moment: datetime, lease_until: datetime
 ) -> Job | None:
-    """pending -> processing under `token`, the claimed row in the same round trip (`RETURNING`).
-    The same token finds its own claim again, its lease renewed (a claim retried because its
-    commit's answer was lost); a redelivered or duplicated task of another claim finds None."""
-    fresh = Job.status == JobStatus.PENDING
-    return session.scalars(
-        update(Job)
-        .where(
-            Job.id == job_id,
-            or_(fresh, and_(Job.status == JobStatus.PROCESSING, Job.claim_token == token)),
-        )
-        .values(
-            status=JobStatus.PROCESSING,
-            claim_token=token,
-            attempts=case((fresh, Job.attempts + 1), else_=Job.attempts),
-            started_at=case((fresh, moment), else_=Job.started_at),
-            lease_expires_at=lease_until,
-        )
-        .returning(Job),
-        execution_options={"synchronize_session": False},
+    """pending -> processing under `token`: one statement, the claimed row in the same round
+    trip (`RETURNING`), on a connection where it commits by itself. The same token finds its
+    own claim again, its lease renewed (a claim retried because its commit's answer was lost);
+    a redelivered or duplicated task of another claim finds None. The job comes back as a
+    detached row object, in no session."""
+    row = connection.execute(
+        CLAIM,
+        {"job_id": job_id, "token": token, "moment": moment, "lease_until": lease_until},
     ).first()
+    return Job(**row._mapping) if row is not None else None
 
 
 def renew_lease(
@@ -110,6 +135,74 @@ def transition(
         conditions.append(Job.claim_token == token)
     result = session.execute(update(Job).where(*conditions).values(**values))
     return bool(result.rowcount)  # type: ignore[attr-defined]
+
+
+# processing -> completed, its media rows and its settle entry in the ledger: one statement
+# (PostgreSQL's data-modifying CTEs), so one round trip and one commit where it runs by itself.
+# The media and the entry are inserted from the updated row, so nothing is written when the
+# compare-and-set finds the job no longer this claim's. The entry is `credits.settle`'s: the
+# reservation becomes the charge, the balance (already lower) is recorded as it stands.
+COMPLETE = text(
+    """
+    WITH done AS (
+        UPDATE jobs SET status = 'completed', result = CAST(:result AS JSONB), progress = 1.0,
+            message = :message, finished_at = :moment, lease_expires_at = NULL
+        WHERE id = :job_id AND status = 'processing' AND claim_token = :token
+        RETURNING id, account_id
+    ), stored AS (
+        INSERT INTO media (id, account_id, job_id, kind, storage_key, content_type, width,
+            height, size_bytes, created_at)
+        SELECT item.id, done.account_id, done.id, item.kind, item.storage_key,
+            item.content_type, item.width, item.height, item.size_bytes, :moment
+        FROM done, unnest(
+            CAST(:media_ids AS VARCHAR[]), CAST(:kinds AS VARCHAR[]), CAST(:keys AS VARCHAR[]),
+            CAST(:content_types AS VARCHAR[]), CAST(:widths AS INTEGER[]),
+            CAST(:heights AS INTEGER[]), CAST(:sizes AS INTEGER[])
+        ) AS item(id, kind, storage_key, content_type, width, height, size_bytes)
+    ), settled AS (
+        INSERT INTO credit_ledger (id, account_id, job_id, kind, amount, balance_after, reason,
+            created_at)
+        SELECT CAST(:entry_id AS VARCHAR), done.account_id, done.id, 'settle', 0,
+            accounts.credit_balance, CAST(:reason AS TEXT), :moment
+        FROM done JOIN accounts ON accounts.id = done.account_id
+    )
+    SELECT count(*) FROM done
+    """
+).bindparams(bindparam("result", type_=JSONType), bindparam("moment", type_=UTCDateTime()))
+
+
+def complete(
+    connection: Connection,
+    job_id: str,
+    token: str,
+    moment: datetime,
+    result: dict[str, Any],
+    message: str | None,
+    media: Sequence[Media],
+    entry_id: str,
+    reason: str,
+) -> bool:
+    """`COMPLETE` (PostgreSQL only); False when the job was not processing under `token`."""
+    completed = connection.execute(
+        COMPLETE,
+        {
+            "job_id": job_id,
+            "token": token,
+            "moment": moment,
+            "result": result,
+            "message": message,
+            "media_ids": [item.id for item in media],
+            "kinds": [item.kind for item in media],
+            "keys": [item.storage_key for item in media],
+            "content_types": [item.content_type for item in media],
+            "widths": [item.width for item in media],
+            "heights": [item.height for item in media],
+            "sizes": [item.size_bytes for item in media],
+            "entry_id": entry_id,
+            "reason": reason,
+        },
+    ).scalar_one()
+    return bool(completed)
 
 
 def undispatched(session: Session, created_before: datetime, limit: int) -> Sequence[Job]:

@@ -3,28 +3,32 @@
 from __future__ import annotations
 
 import signal
+import threading
 import time
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import httpx
 import pytest
-from sqlalchemy import update
+from sqlalchemy import Connection, event, update
 from sqlalchemy.exc import OperationalError
 
 from core.accounts import service as accounts
 from core.clock import utcnow
+from core.jobs import repository as jobs_repository
 from core.jobs import service as jobs_service
 from core.jobs.contract import ImagesResult, image_folder
 from core.jobs.lifecycle import JobLifecycle
 from core.services import Services
-from core.tables import Job
+from core.tables import Job, Media
+from pipelines.base import Cancelled
 from tests.conftest import COMMON_ENV, embedded_mode
 from tests.support.http_jobs import create, status_of, wait_done
 from tests.support.outages import DiskUnavailable, SmallDisk, small_disk
 from tests.support.service import Mode, Process, Service, free_port, running_service, wait_until
 from tests.support.stored_rows import job_row, ledger_kinds
-from workers.claims import claim_job
+from workers.claims import Leases, claim_job
 
 
 @pytest.mark.slow
@@ -162,6 +166,101 @@ def test_a_settlement_whose_answer_was_lost_counts_as_done_by_the_same_claim(
     assert job_row(service.services, failed.id).status == "failed"
     kinds = ledger_kinds(service.services, key)
     assert (kinds.count("settle"), kinds.count("refund")) == (1, 1)
+
+
+@pytest.mark.parametrize("service", ["distributed"], indirect=True)
+def test_a_claim_and_a_completion_are_each_one_statement_committing_by_itself(
+    service: Service, key: str
+) -> None:
+    """Issue 18's spine: on PostgreSQL the claim and the completion (job, media, settle entry)
+    are one round trip each, on a connection where the statement is its own durable commit
+    (no BEGIN, no COMMIT of their own); what they wrote is there for everyone afterwards."""
+    job = _unpublished_job(service, key, "[sleep 0] one statement each")
+    db = service.services.db
+    sent: list[tuple[str, bool]] = []
+    this_thread = threading.get_ident()
+
+    def record(connection: Connection, _cursor: object, statement: str, *_: object) -> None:
+        if threading.get_ident() == this_thread:  # not the in-process gateway's sweeps
+            autocommit = connection.connection.dbapi_connection.autocommit  # type: ignore[union-attr]
+            sent.append((statement.split()[0], autocommit))
+
+    event.listen(db.engine, "before_cursor_execute", record)
+    try:
+        claim = jobs_service.claim(db, job.id, 30)
+        assert claim is not None
+        claimed = list(sent)
+        sent.clear()
+        image = Media(
+            account_id=job.account_id,
+            job_id=job.id,
+            kind="image",
+            storage_key=f"{image_folder(job.id)}one.png",
+            content_type="image/png",
+            width=8,
+            height=8,
+            size_bytes=70,
+        )
+        image.id = "one-statement-media"
+        assert jobs_service.complete(db, claim, ImagesResult(images=[]).stored(), [image], None)
+        completed = list(sent)
+    finally:
+        event.remove(db.engine, "before_cursor_execute", record)
+    assert claimed == [("UPDATE", True)]
+    assert completed == [("WITH", True)]
+    row = job_row(service.services, job.id)
+    assert (row.status, row.attempts, row.progress, row.lease_expires_at) == (
+        "completed",
+        1,
+        1.0,
+        None,
+    )
+    with db.read() as session:
+        assert [media.id for media in jobs_repository.result_media(session, job.id)] == [
+            "one-statement-media"
+        ]
+    assert ledger_kinds(service.services, key) == ["grant", "reserve", "settle"]
+
+
+def test_one_thread_keeps_the_leases_of_the_jobs_running_at_once(
+    service: Service, key: str
+) -> None:
+    """The leases of a worker's jobs are renewed by one thread, not one per job: a cancelled
+    job's keeper says so at its next progress report while the other's lease moves on."""
+    settings = service.services.settings.model_copy(
+        update={"lease_seconds": 0.9, "progress_seconds": 0.3}
+    )
+    lifecycle = JobLifecycle.for_services(replace(service.services, settings=settings))
+    leases = Leases(lifecycle)
+    running, cancelled = (_unpublished_job(service, key, f"[sleep 0] leased {n}") for n in (1, 2))
+    claims = [claim_job(lifecycle, job.id) for job in (running, cancelled)]
+    assert claims[0] is not None and claims[1] is not None
+    threads_before = _lease_threads()
+    with leases.keep(claims[0]) as keeping, leases.keep(claims[1]) as losing:
+        assert _lease_threads() == threads_before + 1
+        leased_until = job_row(service.services, running.id).lease_expires_at
+        assert leased_until is not None
+        lifecycle.cancel(cancelled.account_id, cancelled.id)
+        wait_until(losing.lost.is_set, 5, "the cancel noticed")
+        with pytest.raises(Cancelled):
+            losing.progress(0.5)
+        keeping.progress(0.5)
+        wait_until(
+            lambda: (
+                (job_row(service.services, running.id).lease_expires_at or leased_until)
+                > leased_until
+            ),
+            5,
+            "the lease renewed",
+        )
+        keeping.progress(0.6)
+    assert _lease_threads() == threads_before + 1  # kept for the next jobs, not one per job
+    assert job_row(service.services, running.id).progress >= 0.5
+    assert lifecycle.fail(claims[0], "ended by the test")
+
+
+def _lease_threads() -> int:
+    return sum(thread.name == "leases" for thread in threading.enumerate())
 
 
 @pytest.mark.slow

@@ -205,7 +205,8 @@ def test_a_database_blink_as_a_worker_completes_a_job_keeps_its_output(
             fleet.wait_ready()
             key = fleet.new_key(credits=100)
             with fleet.client(fleet.gateways[0], key, timeout=30) as client:
-                proxy.drop_on(b"UPDATE jobs SET status=$1::VARCHAR, result=")
+                # The completion's statement (`core/jobs/repository.COMPLETE`).
+                proxy.drop_on(b"UPDATE jobs SET status = 'completed', result =")
                 job = create(client, "[sleep 0] a blink at the end", quality="low")
                 done = wait_done(client, job["id"])
                 assert proxy.tripped.is_set()
