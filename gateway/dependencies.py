@@ -44,8 +44,7 @@ async def _metrics(request: Request) -> GatewayMetrics:
 
 
 async def job_reads_of(request: Request) -> JobReads:
-    services = runtime_of(request).services
-    return JobReads(services.db, services.events, services.settings.wait_seconds)
+    return runtime_of(request).job_reads
 
 
 async def single_query_values(request: Request) -> None:

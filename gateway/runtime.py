@@ -1,6 +1,6 @@
 """What one gateway process holds: the shared services, the job lifecycle, job creation, the rate
-limiter, the metrics and, in embedded mode, the workers running in this process (assembled by
-`sfumato/processes.py`)."""
+limiter, the metrics, the job reads and, in embedded mode, the workers running in this process
+(assembled by `sfumato/processes.py`)."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from typing import Protocol
 from core.jobs.creation import JobCreation
 from core.jobs.lifecycle import JobLifecycle
 from core.services import Services
+from gateway.jobs.reads import JobReads
 from gateway.limits import RateLimiter
 from gateway.metrics import GatewayMetrics
 
@@ -30,6 +31,8 @@ class Gateway:
     creation: JobCreation
     limiter: RateLimiter
     metrics: GatewayMetrics
+    # One for the process: long-polls woken together share its reads.
+    job_reads: JobReads
     embedded_workers: InProcessWorkers | None = None
     # Set when the server begins shutting down (`sfumato/http_server.py`): held event streams end.
     closing: asyncio.Event = field(default_factory=asyncio.Event)

@@ -12,6 +12,7 @@ from core.jobs.contract import QUEUES
 from core.jobs.creation import JobCreation
 from core.jobs.lifecycle import JobLifecycle
 from core.services import Services
+from gateway.jobs.reads import JobReads
 from gateway.limits import RateLimiter
 from gateway.metrics import GatewayMetrics
 from gateway.runtime import Gateway
@@ -53,6 +54,7 @@ def build_gateway(services: Services, run_workers: bool) -> Gateway:
         creation=JobCreation(services, lifecycle),
         limiter=RateLimiter.from_settings(settings, services.config.rate_limits),
         metrics=GatewayMetrics(services.events),
+        job_reads=JobReads(services.db, services.events, settings.wait_seconds),
         embedded_workers=workers,
     )
 

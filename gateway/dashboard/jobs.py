@@ -101,8 +101,7 @@ def job_card(page: PageDep, job_id: str, detail: bool = False) -> Response:
 
 
 def _reads(page: Page) -> JobReads:
-    services = page.services
-    return JobReads(services.db, services.events, services.settings.wait_seconds)
+    return page.runtime.job_reads
 
 
 @router.get("/jobs/{job_id}/events")

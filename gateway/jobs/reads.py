@@ -2,16 +2,20 @@
 
 The read is one statement compiled once and run on the driver's own connection
 (`jobs_service.view_owned`, `core/driver_reads.py`): inline on SQLite, on psycopg's asyncio
-connection on PostgreSQL, never in a thread. A long-poll subscribes to the job's state events
-before it reads, so no change is missed, and reads again only when woken."""
+connection on PostgreSQL, never in a thread. A long-poll watches the job's state events before it
+reads (`JobEvents.watch`), so no change is missed, and reads again only when woken. Long-polls of
+one account's job woken by the same event share one read (a job many clients hold makes one query
+per change, not one per waiter).
+"""
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
+from typing import Any
 
 from core.db import Database
-from core.events import JobEvents
+from core.events import JobEvents, JobWatch, begun_after_wakes
 from core.jobs import service as jobs_service
 from core.jobs.contract import TERMINAL
 from gateway.jobs.presenter import JobLike
@@ -22,6 +26,8 @@ class JobReads:
         self.db = db
         self.events = events
         self.wait_seconds = wait_seconds
+        # Per (account, job): the latest read begun for woken long-polls, with its ordinal.
+        self._rereads: dict[tuple[str, str], tuple[int, asyncio.Future[Any]]] = {}
 
     async def read(
         self, account_id: str, job_id: str, types: Sequence[str], wait: bool
@@ -29,32 +35,36 @@ class JobReads:
         """The account's job of one of `types` (None: no such job), after waiting for a terminal
         state when `wait` (about `wait_seconds` at most)."""
         if not wait:
-            return await self._load(account_id, job_id, types)
-        return await self._wait_for_terminal(account_id, job_id, types)
-
-    async def _load(self, account_id: str, job_id: str, types: Sequence[str]) -> JobLike | None:
-        job = await jobs_service.view_owned(self.db, account_id, job_id)
-        return job if job is not None and job.type in types else None
-
-    async def _wait_for_terminal(
-        self, account_id: str, job_id: str, types: Sequence[str]
-    ) -> JobLike | None:
-        """Hold until the job is terminal or the wait runs out; wake-ups are pushed, not
-        polled."""
+            return _of_types(await self._view(account_id, job_id), types)
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self.wait_seconds
-        async with self.events.subscribe(job_id) as changed:
-            job = await self._load(account_id, job_id, types)
+        with self.events.watch(job_id) as watch:
+            job = _of_types(await self._view(account_id, job_id), types)
             while job is not None and job.status not in TERMINAL:
-                remaining = deadline - loop.time()
-                if remaining <= 0:
+                if not await watch.changed(deadline):
                     break
-                try:
-                    # A timer on this task, not a task per waiter as `wait_for` would make.
-                    async with asyncio.timeout(remaining):
-                        await changed.wait()
-                except TimeoutError:
-                    break
-                changed.clear()
-                job = await self._load(account_id, job_id, types)
+                job = _of_types(await self._reread(account_id, job_id, watch), types)
         return job
+
+    async def _view(self, account_id: str, job_id: str) -> Any:
+        return await jobs_service.view_owned(self.db, account_id, job_id)
+
+    async def _reread(self, account_id: str, job_id: str, watch: JobWatch) -> Any:
+        """The job after the change that woke `watch`: a read begun since, shared by the
+        account's long-polls of the job, or a new one."""
+        key = (account_id, job_id)
+        latest = self._rereads.get(key)
+        if latest is None or latest[0] < watch.woken_at:
+            # A task of its own, so that a waiter that goes away does not cancel the others' read.
+            latest = (begun_after_wakes(), asyncio.ensure_future(self._view(account_id, job_id)))
+            self._rereads[key] = latest
+            latest[1].add_done_callback(lambda _: self._forget(key, latest))
+        return await asyncio.shield(latest[1])
+
+    def _forget(self, key: tuple[str, str], reread: tuple[int, asyncio.Future[Any]]) -> None:
+        if self._rereads.get(key) is reread:
+            del self._rereads[key]
+
+
+def _of_types(job: Any, types: Sequence[str]) -> JobLike | None:
+    return job if job is not None and job.type in types else None

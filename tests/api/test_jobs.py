@@ -7,10 +7,13 @@ import re
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
+from typing import Any
 
 import httpx
+import pytest
 from PIL import Image
 
+from core.jobs.repository import JOB_VIEW_BY_ID
 from core.tables import Media
 from tests.support.http_jobs import create, status_of, wait_done
 from tests.support.service import Service, wait_until
@@ -248,6 +251,42 @@ def test_many_held_long_polls_all_wake(service: Service, key: str) -> None:
     for thread in threads:
         thread.join(30)
     assert results == ["completed"] * 40
+
+
+def test_long_polls_of_one_job_woken_together_read_it_once(
+    service: Service, key: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Long-polls held on one job each read it once when they arrive; a change that wakes
+    them all is followed by one read between them, not one each (no query per waiter)."""
+    driver_reads = service.services.db.driver_reads
+    read_one = driver_reads.one
+    views: list[str] = []
+
+    async def counted(statement: Any, values: Any) -> Any:  # reads as before, counted
+        if statement is JOB_VIEW_BY_ID:
+            views.append(values["job_id"])
+        return await read_one(statement, values)
+
+    holders = 20
+    with service.client(key) as client:
+        job = create(client, "[sleep 2] watched")
+        wait_until(lambda: status_of(client, job["id"]) == "processing", 20, "processing")
+    monkeypatch.setattr(driver_reads, "one", counted)
+    with ThreadPoolExecutor(holders) as pool:
+        held = [pool.submit(_held_status, service, key, job["id"]) for _ in range(holders)]
+        answers = [future.result(30) for future in held]
+    monkeypatch.undo()
+    assert answers == ["completed"] * holders
+    # Each holder's first read, then the reads after the completion (one, or a few where
+    # holders were woken by separate deliveries).
+    reads = views.count(job["id"])
+    assert holders <= reads <= holders + 3, reads
+
+
+def _held_status(service: Service, key: str, job_id: str) -> str:
+    with service.client(key) as own:
+        status: str = own.get(f"/jobs/{job_id}", params={"wait": "true"}).json()["data"]["status"]
+    return status
 
 
 def test_a_job_read_answers_alike_in_every_shape_of_its_request(service: Service, key: str) -> None:
