@@ -27,11 +27,24 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 import psycopg
+from psycopg.conninfo import make_conninfo
 from sqlalchemy import Engine, Select
 
 # Per event loop: enough for a gateway's concurrent polls (a read holds one for a round trip),
 # few enough beside the engine's pool under PostgreSQL's default 100 connections.
 ASYNC_CONNECTIONS = 8
+# A read waiting longer (for a connection slot, a connect, the answer) fails as the database
+# being unavailable (a 503), instead of hanging the request on a server that went silent.
+READ_TIMEOUT_SECONDS = 10
+# Like the engine's pool_recycle: no connection outlives a server-side idle or NAT timeout.
+RECYCLE_SECONDS = 1800
+# TCP keepalives: a connection whose peer vanished without a FIN is found dead within a minute.
+KEEPALIVES = {
+    "keepalives": 1,
+    "keepalives_idle": 30,
+    "keepalives_interval": 10,
+    "keepalives_count": 3,
+}
 
 
 class PreparedSelect:
@@ -85,15 +98,17 @@ class _LoopConnections:
     closed, never reused: its state is unknown (and a dropped one must be replaced)."""
 
     def __init__(self, conninfo: str, connect_timeout: int) -> None:
-        self.conninfo = conninfo
+        self.conninfo = make_conninfo(conninfo, **KEEPALIVES)
         self.connect_timeout = connect_timeout
-        self.idle: list[psycopg.AsyncConnection[Any]] = []
+        # Idle connections with when they were opened (the loop's clock).
+        self.idle: list[tuple[psycopg.AsyncConnection[Any], float]] = []
         self.slots = asyncio.Semaphore(ASYNC_CONNECTIONS)
 
     @asynccontextmanager
     async def connection(self) -> AsyncIterator[psycopg.AsyncConnection[Any]]:
         async with self.slots:
-            connection = await self._idle_connection() or await self._connect()
+            idle = await self._idle_connection()
+            connection, opened_at = idle or (await self._connect(), _now())
             try:
                 yield connection
             except BaseException as error:
@@ -105,18 +120,19 @@ class _LoopConnections:
                     await self.close()
                 raise
             if not connection.closed:
-                self.idle.append(connection)
+                self.idle.append((connection, opened_at))
 
-    async def _idle_connection(self) -> psycopg.AsyncConnection[Any] | None:
-        """An idle connection the server has not closed. An idle one has nothing to read unless
-        the server went away (its FIN, or a FATAL message): one poll, no round trip."""
+    async def _idle_connection(self) -> tuple[psycopg.AsyncConnection[Any], float] | None:
+        """An idle connection the server has not closed, younger than `RECYCLE_SECONDS`. An idle
+        one has nothing to read unless the server went away (its FIN, or a FATAL message): one
+        poll, no round trip."""
         while self.idle:
-            connection = self.idle.pop()
+            connection, opened_at = self.idle.pop()
             # poll, not select: a gateway holding thousands of reads has descriptors past 1024.
             poller = select.poll()
             poller.register(connection.fileno(), select.POLLIN)
-            if not poller.poll(0):
-                return connection
+            if not poller.poll(0) and _now() - opened_at < RECYCLE_SECONDS:
+                return connection, opened_at
             await connection.close()
         return None
 
@@ -127,8 +143,12 @@ class _LoopConnections:
 
     async def close(self) -> None:
         idle, self.idle = self.idle, []
-        for connection in idle:
+        for connection, _ in idle:
             await connection.close()
+
+
+def _now() -> float:
+    return asyncio.get_running_loop().time()
 
 
 class DriverReads:
@@ -157,9 +177,15 @@ class DriverReads:
             local = self._sqlite_connection().execute(prepared.sql, parameters)
             rows = local.fetchall()
             return prepared.row(rows[0] if rows else None, local.description)
-        async with self._loop_connections().connection() as connection:
-            remote = await connection.execute(prepared.sql, parameters)
-            return prepared.row(await remote.fetchone(), remote.description)
+        try:
+            async with asyncio.timeout(READ_TIMEOUT_SECONDS):
+                async with self._loop_connections().connection() as connection:
+                    remote = await connection.execute(prepared.sql, parameters)
+                    return prepared.row(await remote.fetchone(), remote.description)
+        except TimeoutError:
+            raise psycopg.OperationalError(
+                f"the database did not answer within {READ_TIMEOUT_SECONDS} s"
+            ) from None
 
     def _sqlite_connection(self) -> sqlite3.Connection:
         connection: sqlite3.Connection | None = getattr(self._thread, "connection", None)

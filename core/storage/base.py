@@ -23,7 +23,7 @@ def rounded_expiry(expires_in: int) -> int:
 
 class Storage(ABC):
     def __init__(self) -> None:
-        self._urls: OrderedDict[tuple[str, str, int], str] = OrderedDict()
+        self._urls: OrderedDict[tuple[str, str, int, object], str] = OrderedDict()
         self._urls_lock = threading.Lock()
 
     @abstractmethod
@@ -49,7 +49,7 @@ class Storage(ABC):
         least (to the next hour). Signed once per object, address and hour, then reused: a job
         polled every second names the same files in every answer."""
         expires = rounded_expiry(expires_in)
-        reused = (key, base_url, expires)
+        reused = (key, base_url, expires, self._signing_identity())
         url = self._urls.get(reused)
         if url is None:
             url = self._signed_url(key, base_url, expires)
@@ -58,6 +58,11 @@ class Storage(ABC):
                 if len(self._urls) > REUSED_URLS:
                     self._urls.popitem(last=False)
         return url
+
+    def _signing_identity(self) -> object:
+        """What a reused URL must have been signed with besides its expiry: a URL signed with
+        other credentials (rotated, or a temporary session's next token) is signed afresh."""
+        return None
 
     @abstractmethod
     def _signed_url(self, key: str, base_url: str, expires: int) -> str:

@@ -22,6 +22,9 @@ from core.storage.base import Storage, StorageError
 
 MISSING_OBJECT_CODES = {"404", "NoSuchKey", "NotFound"}
 MAX_PRESIGNED_SECONDS = 7 * 24 * 3600
+# A URL signed with a temporary session's token dies with the token, and botocore renews a token
+# 10 minutes before it expires at the latest: such URLs are reused for 5-minute spans only.
+TEMPORARY_REUSE_SECONDS = 300
 
 
 class S3Storage(Storage):
@@ -43,6 +46,7 @@ class S3Storage(Storage):
             max_pool_connections=32,
         )
         session = boto3.session.Session()
+        self._credentials: Any = session.get_credentials()
         self._client: Any = session.client(
             "s3", endpoint_url=endpoint_url, region_name=region, config=config
         )
@@ -107,6 +111,14 @@ class S3Storage(Storage):
             )
         except BotoCoreError as error:
             raise StorageError(f"cannot presign {action} of {key}: {error}") from error
+
+    def _signing_identity(self) -> object:
+        if self._credentials is None:
+            return None
+        frozen = self._credentials.get_frozen_credentials()
+        if frozen.token is None:
+            return frozen.access_key
+        return (frozen.access_key, frozen.token, int(time.time()) // TEMPORARY_REUSE_SECONDS)
 
     def _signed_url(self, key: str, base_url: str, expires: int) -> str:
         # SigV4 refuses a presigned URL valid for longer than a week.

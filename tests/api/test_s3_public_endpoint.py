@@ -7,9 +7,11 @@ import time
 from urllib.parse import parse_qs, urlsplit
 
 import httpx
+import pytest
 
 from core.settings import Settings
 from core.storage.factory import storage_from_settings
+from core.storage.s3 import TEMPORARY_REUSE_SECONDS
 from tests.support.s3 import s3_server
 
 
@@ -56,3 +58,26 @@ def test_presigned_download_urls_are_reused_within_the_hour_and_last_as_asked() 
         week = storage.url_for("images/c.png", base_url="http://gateway/", expires_in=7 * 86400)
         assert int(parse_qs(urlsplit(week).query)["X-Amz-Expires"][0]) <= 7 * 86400
         assert httpx.get(week).content == b"png bytes"
+
+
+def test_a_url_signed_with_a_temporary_token_is_reused_only_with_that_token(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A presigned URL dies with the session token it was signed with: reuse is keyed on the
+    credentials (and, for a token, on a 5-minute span, within botocore's renewal margin)."""
+    with s3_server() as storage_url:
+        monkeypatch.setenv("AWS_SESSION_TOKEN", "first-token")
+        first = storage_from_settings(Settings(storage_url=storage_url))
+        assert first._signing_identity() == (
+            "sfumato-test",
+            "first-token",
+            int(time.time()) // TEMPORARY_REUSE_SECONDS,
+        )
+        monkeypatch.setenv("AWS_SESSION_TOKEN", "next-token")
+        assert storage_from_settings(Settings(storage_url=storage_url))._signing_identity() != (
+            first._signing_identity()
+        )
+        monkeypatch.delenv("AWS_SESSION_TOKEN")
+        assert storage_from_settings(Settings(storage_url=storage_url))._signing_identity() == (
+            "sfumato-test"
+        )

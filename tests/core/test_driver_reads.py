@@ -4,18 +4,22 @@ gives, on SQLite and on PostgreSQL: values, types and time zones, a missing row 
 from __future__ import annotations
 
 import asyncio
+import time
 from datetime import UTC, datetime
 from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
 
 import pytest
 
 from core.accounts import service as accounts
-from core.db import Database
+from core.db import DATABASE_UNAVAILABLE, Database
+from core.driver_reads import READ_TIMEOUT_SECONDS
 from core.ids import new_id
 from core.jobs.repository import JOB_VIEW_BY_ID
 from core.services import Services
 from core.settings import Settings
 from core.tables import Job
+from tests.support.outages import tcp_proxy
 
 
 def _database(kind: str, tmp_path: Path, request: pytest.FixtureRequest) -> Database:
@@ -89,3 +93,38 @@ def test_a_driver_read_equals_sqlalchemys_row(
     assert driven[0].created_at == created_at  # type: ignore[attr-defined]
     assert driven[0].created_at.tzinfo is not None  # type: ignore[attr-defined]
     db.dispose()
+
+
+@pytest.mark.distributed
+def test_a_read_the_server_never_answers_fails_as_unavailable_and_the_next_one_reads(
+    postgres_database: str, tmp_path: Path
+) -> None:
+    """A half-open connection (no FIN, no answer) fails the read after `READ_TIMEOUT_SECONDS`
+    with an error the gateway answers 503, instead of holding the request; the connection is
+    dropped and the next read connects afresh."""
+    target = urlsplit(postgres_database)
+    with tcp_proxy(target.hostname or "127.0.0.1", target.port or 5432) as proxy:
+        proxied = urlunsplit(target._replace(netloc=f"{target.username}@127.0.0.1:{proxy.port}"))
+        services = Services.from_settings(Settings(data_dir=tmp_path, database_url=proxied))
+        services.prepare()
+        db = services.db
+        values = {"job_id": new_id(), "account_id": new_id()}
+
+        async def reads() -> float:
+            try:
+                assert await db.driver_reads.one(JOB_VIEW_BY_ID, values) is None
+                proxy.silence_on(b"SELECT jobs.id")
+                started = time.monotonic()
+                with pytest.raises(DATABASE_UNAVAILABLE):
+                    await db.driver_reads.one(JOB_VIEW_BY_ID, values)
+                waited = time.monotonic() - started
+                assert await db.driver_reads.one(JOB_VIEW_BY_ID, values) is None
+                return waited
+            finally:
+                await db.driver_reads.close()
+
+        waited = asyncio.run(reads())
+        assert proxy.tripped.is_set()
+        # Plus up to psycopg's 5 s for the cancel request it sends when a query is interrupted.
+        assert READ_TIMEOUT_SECONDS <= waited < READ_TIMEOUT_SECONDS + 8
+        db.dispose()

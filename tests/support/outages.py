@@ -22,7 +22,9 @@ class TcpProxy:
     (closes them at once) until `restore()`; `cut_on(marker)` cuts when a client sends bytes
     containing `marker`, before they reach the target (a query in flight when the server
     vanishes); `drop_on(marker)` drops every connection then but lets new ones through (a
-    blink: a failover, a reset connection)."""
+    blink: a failover, a reset connection); `silence_on(marker)` swallows those bytes and all
+    the client sends after them on that connection, which stays open (a server gone silent:
+    a half-open connection, no FIN, no answer)."""
 
     def __init__(self, target_host: str, target_port: int) -> None:
         self.target = (target_host, target_port)
@@ -37,6 +39,7 @@ class TcpProxy:
         self._cut = False
         self._marker: bytes | None = None
         self._refuse_after_marker = True
+        self._silence_after_marker = False
         self.tripped = threading.Event()
         threading.Thread(target=self._accept, daemon=True).start()
 
@@ -50,10 +53,16 @@ class TcpProxy:
 
     def cut_on(self, marker: bytes) -> None:
         self._refuse_after_marker = True
+        self._silence_after_marker = False
         self._marker = marker
 
     def drop_on(self, marker: bytes) -> None:
         self._refuse_after_marker = False
+        self._silence_after_marker = False
+        self._marker = marker
+
+    def silence_on(self, marker: bytes) -> None:
+        self._silence_after_marker = True
         self._marker = marker
 
     def restore(self) -> None:
@@ -91,6 +100,7 @@ class TcpProxy:
             threading.Thread(target=self._pump, args=(upstream, client, False), daemon=True).start()
 
     def _pump(self, source: socket.socket, sink: socket.socket, from_client: bool) -> None:
+        silenced = False
         try:
             while True:
                 data = source.recv(65536)
@@ -100,9 +110,13 @@ class TcpProxy:
                 if from_client and marker is not None and marker in data:
                     self._marker = None
                     self.tripped.set()
-                    self.cut(refuse=self._refuse_after_marker)
-                    return
-                sink.sendall(data)
+                    if self._silence_after_marker:
+                        silenced = True
+                    else:
+                        self.cut(refuse=self._refuse_after_marker)
+                        return
+                if not silenced:
+                    sink.sendall(data)
         except OSError:
             pass
         finally:
