@@ -21,6 +21,18 @@ MIGRATIONS_DIR = Path(__file__).parent / "migrations"
 # Any fixed 64-bit number: the PostgreSQL advisory lock that serialises concurrent migrations.
 MIGRATION_LOCK_ID = 0x5F0A7011
 CONNECT_TIMEOUT_SECONDS = 5
+# Every PostgreSQL connection of a process (the engine's pool and the job polls' own): a server
+# that stops answering fails a connect in seconds, and TCP keepalives find a peer that vanished
+# without a FIN (a failover, a NAT's idle drop) within a minute instead of the kernel's hours.
+POSTGRES_CONNECT_ARGS = {
+    "connect_timeout": CONNECT_TIMEOUT_SECONDS,
+    "keepalives": 1,
+    "keepalives_idle": 30,
+    "keepalives_interval": 10,
+    "keepalives_count": 3,
+}
+# No connection outlives a server-side idle timeout.
+RECYCLE_SECONDS = 1800
 # The database cannot be reached or dropped the connection (its transaction rolled back), or the
 # pool has no connection to give. Worth retrying: a dropped connection invalidates the pool, so
 # the next attempt connects afresh. The driver's own errors come from `DriverReads`.
@@ -76,14 +88,14 @@ class Database:
             # after the kernel's TCP timeout (minutes), so requests and probes answer 503 soon.
             self.engine = create_engine(
                 url,
-                connect_args={"connect_timeout": CONNECT_TIMEOUT_SECONDS},
+                connect_args=POSTGRES_CONNECT_ARGS,
                 pool_size=48,
                 max_overflow=16,
-                pool_recycle=1800,
+                pool_recycle=RECYCLE_SECONDS,
             )
             write_engine = self.engine
             self._statement_engine = self.engine.execution_options(isolation_level="AUTOCOMMIT")
-        self.driver_reads = DriverReads(self.engine, CONNECT_TIMEOUT_SECONDS)
+        self.driver_reads = DriverReads(self.engine, POSTGRES_CONNECT_ARGS, RECYCLE_SECONDS)
         self._reader = sessionmaker(self.engine, expire_on_commit=False)
         self._writer = sessionmaker(write_engine, expire_on_commit=False)
 

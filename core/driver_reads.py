@@ -36,15 +36,6 @@ ASYNC_CONNECTIONS = 8
 # A read waiting longer (for a connection slot, a connect, the answer) fails as the database
 # being unavailable (a 503), instead of hanging the request on a server that went silent.
 READ_TIMEOUT_SECONDS = 10
-# Like the engine's pool_recycle: no connection outlives a server-side idle or NAT timeout.
-RECYCLE_SECONDS = 1800
-# TCP keepalives: a connection whose peer vanished without a FIN is found dead within a minute.
-KEEPALIVES = {
-    "keepalives": 1,
-    "keepalives_idle": 30,
-    "keepalives_interval": 10,
-    "keepalives_count": 3,
-}
 
 
 class PreparedSelect:
@@ -97,9 +88,12 @@ class _LoopConnections:
     """psycopg's asyncio connections of one event loop. A connection that saw any error is
     closed, never reused: its state is unknown (and a dropped one must be replaced)."""
 
-    def __init__(self, conninfo: str, connect_timeout: int) -> None:
-        self.conninfo = make_conninfo(conninfo, **KEEPALIVES)
-        self.connect_timeout = connect_timeout
+    def __init__(
+        self, conninfo: str, connect_args: Mapping[str, Any], recycle_seconds: float
+    ) -> None:
+        # The engine's own (`core/db.py`): timeouts and keepalives alike on every connection.
+        self.conninfo = make_conninfo(conninfo, **connect_args)
+        self.recycle_seconds = recycle_seconds
         # Idle connections with when they were opened (the loop's clock).
         self.idle: list[tuple[psycopg.AsyncConnection[Any], float]] = []
         self.slots = asyncio.Semaphore(ASYNC_CONNECTIONS)
@@ -123,23 +117,21 @@ class _LoopConnections:
                 self.idle.append((connection, opened_at))
 
     async def _idle_connection(self) -> tuple[psycopg.AsyncConnection[Any], float] | None:
-        """An idle connection the server has not closed, younger than `RECYCLE_SECONDS`. An idle
-        one has nothing to read unless the server went away (its FIN, or a FATAL message): one
-        poll, no round trip."""
+        """An idle connection the server has not closed, younger than the engine's recycling
+        age. An idle one has nothing to read unless the server went away (its FIN, or a FATAL
+        message): one poll, no round trip."""
         while self.idle:
             connection, opened_at = self.idle.pop()
             # poll, not select: a gateway holding thousands of reads has descriptors past 1024.
             poller = select.poll()
             poller.register(connection.fileno(), select.POLLIN)
-            if not poller.poll(0) and _now() - opened_at < RECYCLE_SECONDS:
+            if not poller.poll(0) and _now() - opened_at < self.recycle_seconds:
                 return connection, opened_at
             await connection.close()
         return None
 
     async def _connect(self) -> psycopg.AsyncConnection[Any]:
-        return await psycopg.AsyncConnection.connect(
-            self.conninfo, autocommit=True, connect_timeout=self.connect_timeout
-        )
+        return await psycopg.AsyncConnection.connect(self.conninfo, autocommit=True)
 
     async def close(self) -> None:
         idle, self.idle = self.idle, []
@@ -152,10 +144,13 @@ def _now() -> float:
 
 
 class DriverReads:
-    def __init__(self, engine: Engine, connect_timeout: int) -> None:
+    def __init__(
+        self, engine: Engine, connect_args: Mapping[str, Any], recycle_seconds: float
+    ) -> None:
         self.engine = engine
         self.is_sqlite = engine.dialect.name == "sqlite"
-        self.connect_timeout = connect_timeout
+        self.connect_args = connect_args
+        self.recycle_seconds = recycle_seconds
         self._prepared: dict[Select[Any], PreparedSelect] = {}
         self._thread = threading.local()
         self._loops: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _LoopConnections] = (
@@ -203,7 +198,7 @@ class DriverReads:
         if connections is None:
             url = self.engine.url.set(drivername="postgresql")
             connections = self._loops[loop] = _LoopConnections(
-                url.render_as_string(hide_password=False), self.connect_timeout
+                url.render_as_string(hide_password=False), self.connect_args, self.recycle_seconds
             )
         return connections
 
