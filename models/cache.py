@@ -33,6 +33,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 from models.device import free_device_memory, memory_budget_gb, resolve_device
@@ -87,8 +88,8 @@ class ModelCache:
         budget_gb: float | None = None,
         loader: Callable[[ModelSpec, str], Any] | None = None,
     ) -> None:
-        self.device = resolve_device(device)
-        self.budget_gb = memory_budget_gb(self.device) if budget_gb is None else budget_gb
+        self._requested_device = device
+        self._configured_budget_gb = budget_gb
         self._load = loader or load_pipeline
         self._weights: OrderedDict[WeightsKey, _Weights] = OrderedDict()
         # Guards the table above (and the fields of its entries); never held while loading.
@@ -103,8 +104,20 @@ class ModelCache:
 
     @classmethod
     def from_settings(cls, settings: ModelSettings) -> ModelCache:
-        device = resolve_device(settings.model_device)
-        return cls(device, memory_budget_gb(device, settings.model_memory_gb))
+        return cls(settings.model_device, settings.model_memory_gb or None)
+
+    @cached_property
+    def device(self) -> str:
+        """Resolved on first use: finding CUDA imports torch (hundreds of MiB), which a process
+        that only counts the cache's lookups (an embedded gateway serving the builtin CPU
+        pipelines) never needs."""
+        return resolve_device(self._requested_device)
+
+    @cached_property
+    def budget_gb(self) -> float:
+        if self._configured_budget_gb is not None:
+            return self._configured_budget_gb
+        return memory_budget_gb(self.device)
 
     def loaded(self) -> list[WeightsKey]:
         """Weights held now, least recently used first."""

@@ -72,7 +72,6 @@ def serve(
 
     from core.health import ReadinessChecks
     from gateway.app import create_app
-    from gateway.styles.router import SENTENCE_MODEL
     from models.registry import RegistryError
     from sfumato.http_server import GatewayServer, server_config
     from workers.metrics import ProbeServer
@@ -90,7 +89,6 @@ def serve(
     except RegistryError as error:
         raise StartRefused(f"the workers cannot start: {error}") from None
     config = server_config(create_app(gateway), host, port, services.settings, log_level)
-    SENTENCE_MODEL.prepare()
     if metrics_port:
         probes = ProbeServer(
             metrics_port, ReadinessChecks(services), exposition=gateway.metrics.exposition

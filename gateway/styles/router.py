@@ -5,13 +5,12 @@ process: `pipelines.styles`' pure embedding functions are handed to the styles s
 the one place the gateway reaches into pipelines (docs/architecture.md). The model loads once
 per process, at start-up in a background thread (`SENTENCE_MODEL`, started by the lifespan;
 `/readyz` is not ready until it is loaded); handlers are plain `def`s, so FastAPI runs them (and
-the model) in its thread pool, off the event loop."""
+the model: NumPy, which lets go of the interpreter lock in its matrix products) in its thread
+pool, off the event loop."""
 
 from __future__ import annotations
 
-import contextlib
 import logging
-import os
 import threading
 from typing import Annotated, Any
 
@@ -46,15 +45,12 @@ from pipelines.styles import (
     describe_image,
     embed_texts,
     embeddings_loaded,
-    import_runtime,
     load_embeddings,
     rank_by_similarity,
 )
 
 log = logging.getLogger(__name__)
 router = APIRouter(route_class=ContractRoute, responses=ERROR_RESPONSES)
-# The loading thread's nice value: serving requests comes first on a busy machine.
-LOADING_NICENESS = 10
 
 
 class SentenceModelLoad:
@@ -65,12 +61,6 @@ class SentenceModelLoad:
         self._started = threading.Event()
         self._failure: str | None = None
 
-    def prepare(self) -> None:
-        """Before serving: the imports that would stall the event loop from the loading thread
-        (measured: up to 3.8 s stalls, and long-polls answered late, while a gateway loaded)."""
-        log.info("importing the sentence model's libraries before serving")
-        import_runtime()
-
     def start(self) -> None:
         if self._started.is_set() or embeddings_loaded():
             return
@@ -78,8 +68,6 @@ class SentenceModelLoad:
         threading.Thread(target=self._load, name="sentence-model", daemon=True).start()
 
     def _load(self) -> None:
-        with contextlib.suppress(OSError):
-            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), LOADING_NICENESS)
         try:
             load_embeddings()
         except Exception as error:  # a search loads it again on first use

@@ -18,7 +18,6 @@ from pipelines.styles.embeddings import (
     describe_image,
     embed_texts,
     embeddings_loaded,
-    import_runtime,
     load_embeddings,
     rank_by_similarity,
 )
@@ -54,7 +53,6 @@ __all__ = [
     "find_chromium",
     "image_colours",
     "image_shape",
-    "import_runtime",
     "load_embeddings",
     "rank_by_similarity",
     "shared_browser",

@@ -187,8 +187,8 @@ def test_folder_cache_answers_only_the_current_version_and_forgets_the_oldest() 
 
 
 def test_a_single_query_embeds_as_the_batch_path_does() -> None:
-    """One text goes through the traced transformer, several through `encode`: the vectors a
-    search compares must come out the same either way (stored assets were embedded in batches)."""
+    """A query is embedded alone, assets in padded batches: the vectors a search compares must
+    come out the same either way."""
     texts = [
         "shoes",
         "a much longer sentence about the mountains at dawn, with a lake and pines",
