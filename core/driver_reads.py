@@ -56,7 +56,8 @@ class PreparedSelect:
         self.processors: list[tuple[int, Callable[[Any], Any]]] | None = None
 
     def parameters(self, values: Mapping[str, Any]) -> Any:
-        return tuple(values[name] for name in self.positions) if self.positions else values
+        positions = self.positions
+        return tuple([values[name] for name in positions]) if positions else values
 
     def row(self, values: Any, description: Any) -> Any:
         """A named tuple of the driver's row (None for none), `description` the cursor's."""

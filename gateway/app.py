@@ -25,6 +25,7 @@ from gateway.dependencies import single_query_values
 from gateway.docs import install_docs
 from gateway.errors import install_error_handlers
 from gateway.images.router import router as images_router
+from gateway.jobs.router import install_job_reads
 from gateway.jobs.router import router as jobs_router
 from gateway.limits import RateLimitMiddleware
 from gateway.metrics import MetricsMiddleware
@@ -113,6 +114,7 @@ def create_app(gateway: Gateway) -> FastAPI:
         telemetry={"tracing": False, "metrics": False, "logs": False},
     )
     app.state.gateway = gateway
+    install_job_reads(app, "/v1", dependencies=[Depends(single_query_values)])
     for router in (
         images_router,
         videos_router,

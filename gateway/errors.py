@@ -12,12 +12,12 @@ from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from core.db import DATABASE_UNAVAILABLE
 from core.errors import DomainError, InvalidInput
 from core.storage import StorageError
+from gateway.responses import JsonResponse
 
 log = logging.getLogger(__name__)
 
@@ -88,13 +88,13 @@ def envelope(code: str, message: str, details: Mapping[str, Any] | None = None) 
     return {"error": {"code": code, "message": message, "details": details}}
 
 
-def error_response(error: DomainError) -> JSONResponse:
+def error_response(error: DomainError) -> JsonResponse:
     """Any refusal, the core's or the gateway's own, in the one envelope with its status (and
     `Retry-After` when it lifts with time)."""
     headers = dict(error.headers) if isinstance(error, ApiError) else {}
     if error.retry_after is not None:
         headers["Retry-After"] = str(error.retry_after)
-    return JSONResponse(
+    return JsonResponse(
         envelope(error.code, error.message, error.details),
         status_code=error.status,
         headers=headers,
@@ -176,10 +176,10 @@ def validation_details(errors: list[Any]) -> dict[str, str]:
 
 def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(DomainError)
-    async def _refused(_request: Request, error: DomainError) -> JSONResponse:
+    async def _refused(_request: Request, error: DomainError) -> JsonResponse:
         return error_response(error)
 
-    async def _database_down(_request: Request, error: Exception) -> JSONResponse:
+    async def _database_down(_request: Request, error: Exception) -> JsonResponse:
         log.warning("database unavailable: %s", str(error).partition("\n")[0])
         return error_response(database_unavailable())
 
@@ -187,27 +187,27 @@ def install_error_handlers(app: FastAPI) -> None:
         app.add_exception_handler(error_class, _database_down)
 
     @app.exception_handler(StorageError)
-    async def _storage_down(_request: Request, error: StorageError) -> JSONResponse:
+    async def _storage_down(_request: Request, error: StorageError) -> JsonResponse:
         # A request that needed the store (an upload's complete, a deletion) changed nothing
         # it could not finish: the client may retry.
         log.warning("file store unavailable: %s", str(error).partition("\n")[0])
         return error_response(storage_unavailable())
 
     @app.exception_handler(RequestValidationError)
-    async def _invalid(_request: Request, error: RequestValidationError) -> JSONResponse:
+    async def _invalid(_request: Request, error: RequestValidationError) -> JsonResponse:
         return error_response(InvalidInput(validation_details(list(error.errors()))))
 
     @app.exception_handler(StarletteHTTPException)
-    async def _http(_request: Request, error: StarletteHTTPException) -> JSONResponse:
+    async def _http(_request: Request, error: StarletteHTTPException) -> JsonResponse:
         code = STATUS_CODES.get(error.status_code, "ERROR")
         message = {404: "Not found", 405: "Method not allowed"}.get(
             error.status_code, str(error.detail)
         )
-        return JSONResponse(
+        return JsonResponse(
             envelope(code, message), status_code=error.status_code, headers=error.headers
         )
 
     @app.exception_handler(Exception)
-    async def _crash(_request: Request, error: Exception) -> JSONResponse:
+    async def _crash(_request: Request, error: Exception) -> JsonResponse:
         log.exception("unhandled error", exc_info=error)
-        return JSONResponse(envelope("INTERNAL_ERROR", "Internal server error"), status_code=500)
+        return JsonResponse(envelope("INTERNAL_ERROR", "Internal server error"), status_code=500)

@@ -13,21 +13,21 @@ from __future__ import annotations
 
 import anyio
 from fastapi import APIRouter, Request
-from fastapi.responses import JSONResponse
 
 from core.health import CHECK_TIMEOUT_SECONDS, Readiness, ReadinessChecks
 from gateway.errors import ApiError, error_response
+from gateway.responses import JsonResponse
 
 router = APIRouter(include_in_schema=False)
 
 
 @router.get("/healthz")
-async def healthz() -> JSONResponse:
-    return JSONResponse({"status": "ok"})
+async def healthz() -> JsonResponse:
+    return JsonResponse({"status": "ok"})
 
 
 @router.get("/readyz")
-async def readyz(request: Request) -> JSONResponse:
+async def readyz(request: Request) -> JsonResponse:
     checks: ReadinessChecks = request.app.state.readiness
     readiness = Readiness(False, {"all": "timed out"})
     # A check stuck on a silent network ends here; its thread finishes on its own.
@@ -36,7 +36,7 @@ async def readyz(request: Request) -> JSONResponse:
             checks.run, request.app.state.readiness_extra, abandon_on_cancel=True
         )
     if readiness.ready:
-        return JSONResponse({"status": "ready", "checks": readiness.checks})
+        return JsonResponse({"status": "ready", "checks": readiness.checks})
     return error_response(
         ApiError(503, "SERVICE_UNAVAILABLE", "Not ready", readiness.checks, {"Retry-After": "5"})
     )

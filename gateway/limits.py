@@ -57,7 +57,11 @@ class Decision:
 
     def raw_headers(self) -> list[tuple[bytes, bytes]]:
         """`headers()` as an ASGI message carries them (names lowercase)."""
-        return [(name.lower().encode(), value.encode()) for name, value in self.headers().items()]
+        return [
+            (b"x-ratelimit-limit", str(self.limit).encode()),
+            (b"x-ratelimit-remaining", str(self.remaining).encode()),
+            (b"x-ratelimit-reset", str(self.reset_seconds).encode()),
+        ]
 
 
 class Counts(Protocol):
@@ -102,6 +106,9 @@ class RateLimiter:
             bucket: parse(getattr(rates, bucket))
             for bucket in ("image", "video", "style", "upload", "default", "signin")
         }
+        self._buckets = {
+            bucket: BucketRate.of(item, namespace, bucket) for bucket, item in self.items.items()
+        }
         in_process = storage_uri.startswith("memory://")
         self.storage: Counts = (
             ProcessCounts() if in_process else cast(Storage, storage_from_string(storage_uri))
@@ -137,13 +144,13 @@ class RateLimiter:
         return window.decision(await self._loop_store().incr(window.key, window.seconds))
 
     def _window(self, bucket: str, api_key_id: str) -> _Window:
-        item = self.items[bucket]
-        seconds = item.get_expiry()
+        limits = self._buckets[bucket]
+        seconds = limits.seconds
         now = self.clock()
         index = int(now // seconds)
-        key = item.key_for(self.namespace, bucket, api_key_id, str(index))
+        key = limits.key(api_key_id, index)
         reset = max(1, math.ceil((index + 1) * seconds - now))
-        return _Window(item.amount, key, seconds, reset)
+        return _Window(limits.limit, key, seconds, reset)
 
     def _loop_store(self) -> AsyncStorage:
         loop = asyncio.get_running_loop()
@@ -155,6 +162,28 @@ class RateLimiter:
             )
             self._loop_stores[loop] = store
         return store
+
+
+@dataclass(frozen=True)
+class BucketRate:
+    """A bucket's rate, with the parts of its counters' keys made once: the key is
+    `RateLimitItem.key_for(namespace, bucket, api_key_id, window)`'s, built for every request
+    with string conversions it did not need (a tenth of an embedded job read's CPU)."""
+
+    limit: int
+    seconds: int
+    prefix: str
+    suffix: str
+
+    @classmethod
+    def of(cls, item: RateLimitItem, namespace: str, bucket: str) -> BucketRate:
+        suffix = item.key_for()[len(item.namespace) + 1 :]
+        return cls(
+            item.amount, item.get_expiry(), f"{item.namespace}/{namespace}/{bucket}/", suffix
+        )
+
+    def key(self, api_key_id: str, window: int) -> str:
+        return f"{self.prefix}{api_key_id}/{window}/{self.suffix}"
 
 
 @dataclass(frozen=True)

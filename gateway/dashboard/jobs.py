@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Annotated
 
 from fastapi import APIRouter, Header, Query, Response
-from fastapi.responses import JSONResponse, RedirectResponse, StreamingResponse
+from fastapi.responses import RedirectResponse, StreamingResponse
 
 from core.jobs import service as jobs_service
 from core.jobs.contract import JobType
@@ -24,6 +24,7 @@ from gateway.dashboard.web import (
 from gateway.jobs.events import JobEventStream, is_repeat_of_terminal
 from gateway.jobs.presenter import JobPresenter, progress_of
 from gateway.jobs.reads import JobReads
+from gateway.responses import JsonResponse
 from gateway.signing import UrlSigner
 
 router = APIRouter(route_class=DashboardRoute)
@@ -115,7 +116,7 @@ async def job_events(
     reads = _reads(page)
     job = await reads.read(page.user.account_id, job_id, ALL_TYPES, wait=False)
     if job is None:
-        return JSONResponse({"error": "not found"}, status_code=404)
+        return JsonResponse({"error": "not found"}, status_code=404)
     if is_repeat_of_terminal(job, last_event_id):
         return Response(status_code=204)
     stream = JobEventStream(
@@ -137,8 +138,8 @@ async def job_progress(page: PageDep, job_id: str) -> Response:
     through (a proxy that buffers): the page polls this instead."""
     job = await _reads(page).read(page.user.account_id, job_id, ALL_TYPES, wait=False)
     if job is None:
-        return JSONResponse({"error": "not found"}, status_code=404)
-    return JSONResponse(
+        return JsonResponse({"error": "not found"}, status_code=404)
+    return JsonResponse(
         {"status": job.status, "progress": progress_of(job)},
         headers={"Cache-Control": "no-store"},
     )

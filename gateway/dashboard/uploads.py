@@ -8,7 +8,6 @@ from typing import Annotated, Any
 
 import anyio
 from fastapi import APIRouter, Query, Response
-from fastapi.responses import JSONResponse
 from pydantic import ValidationError
 from starlette.datastructures import UploadFile
 
@@ -17,6 +16,7 @@ from core.uploads import service as uploads_service
 from gateway.dashboard.jobs import gallery_for
 from gateway.dashboard.web import PREFIX, DashboardRoute, Page, PageDep, PostedDep, see_other
 from gateway.errors import validation_details
+from gateway.responses import JsonResponse
 from gateway.uploads.schemas import PresignRequest
 
 router = APIRouter(route_class=DashboardRoute)
@@ -87,8 +87,8 @@ async def upload_form(page: PostedDep) -> Response:
     return see_other(f"{PREFIX}/uploads?done=uploaded")
 
 
-def _json_error(message: str, status: int = 400) -> JSONResponse:
-    return JSONResponse({"error": message}, status_code=status)
+def _json_error(message: str, status: int = 400) -> JsonResponse:
+    return JsonResponse({"error": message}, status_code=status)
 
 
 @router.post("/uploads/presign")
@@ -106,7 +106,7 @@ async def presign(page: PostedDep) -> Response:
         body.contentType,
         str(page.request.base_url),
     )
-    return JSONResponse({"uploadId": presigned.upload.id, "uploadUrl": presigned.url})
+    return JsonResponse({"uploadId": presigned.upload.id, "uploadUrl": presigned.url})
 
 
 @router.post("/uploads/{upload_id}/complete")
@@ -116,4 +116,4 @@ def complete(page: PostedDep, upload_id: str) -> Response:
     except DomainError as error:
         reason = "; ".join((error.details or {}).values()) or error.message
         return _json_error(f"the file {reason}" if error.details else reason, error.status)
-    return JSONResponse({"id": media.id, "width": media.width, "height": media.height})
+    return JsonResponse({"id": media.id, "width": media.width, "height": media.height})

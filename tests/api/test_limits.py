@@ -11,9 +11,11 @@ from pathlib import Path
 
 import httpx
 import pytest
+from limits import parse
 
 from core.accounts import service as accounts
 from core.jobs import service as jobs_service
+from gateway.limits import BucketRate
 from tests.conftest import COMMON_ENV
 from tests.support.http_jobs import create, status_of, wait_done
 from tests.support.service import Mode, Service, running_service, wait_until
@@ -315,3 +317,13 @@ def test_a_held_long_poll_counts_once(default_limits: Service, clock: FakeClock)
         assert held.json()["data"]["status"] == "completed"
         assert int(held.headers["X-RateLimit-Remaining"]) == before - 1
         wait_until(lambda: status_of(client, job["id"]) == "completed", 5, "done")
+
+
+@pytest.mark.parametrize("rate", ["100/minute", "5 per 2 seconds", "1000/hour"])
+def test_window_keys_are_limits_own(rate: str) -> None:
+    """The counters' keys are made from parts built once per bucket: they must stay the very
+    keys `limits` makes, which gateways of the last release count in on the same Redis."""
+    item = parse(rate)
+    bucket = BucketRate.of(item, "ns-x", "default")
+    assert bucket.key("key-1", 42) == item.key_for("ns-x", "default", "key-1", "42")
+    assert (bucket.limit, bucket.seconds) == (item.amount, item.get_expiry())

@@ -152,6 +152,18 @@ def test_without_configuration_upload_urls_follow_the_request(service: Service, 
     assert put(upload_url, b"x").status_code == 200
 
 
+def test_without_configuration_each_read_names_its_own_host(service: Service, key: str) -> None:
+    """The base URL made of a request is kept per Host: a read for another Host, in between
+    and after, gets its own (gateway/dependencies.py)."""
+    with service.client(key) as client:
+        job = wait_done(client, create(client, "a calm blue sea at dawn")["id"])
+        origins = []
+        for host in ("first.example:8000", "second.example", "first.example:8000"):
+            read = client.get(f"/jobs/{job['id']}", headers={"Host": host}).json()["data"]
+            origins.append(urlsplit(read["result"]["images"][0]["url"]).netloc)
+    assert origins == ["first.example:8000", "second.example", "first.example:8000"]
+
+
 # The HTTP server of a real `sfumato serve` process, over raw sockets (issue 22 item 2)
 
 HEAD_TIMEOUT_SECONDS = 2
