@@ -13,6 +13,7 @@ from sqlalchemy import (
     case,
     delete,
     func,
+    insert,
     or_,
     select,
     text,
@@ -203,6 +204,89 @@ def complete(
         },
     ).scalar_one()
     return bool(completed)
+
+
+# `COMPLETE` as three statements of the caller's transaction, where one statement cannot do it
+# (SQLite has no data-modifying CTEs; a job with rows of its own completes in a session): the
+# compare-and-set, the media rows, the settle entry with the balance read in SQL. Prebuilt Core
+# statements: the ORM's UPDATE and unit of work took two thirds of a 2.4 ms SQLite completion.
+COMPLETE_JOB = (
+    update(Job)
+    .where(
+        Job.id == bindparam("job_id"),
+        Job.status == JobStatus.PROCESSING,
+        Job.claim_token == bindparam("token"),
+    )
+    .values(
+        status=JobStatus.COMPLETED,
+        result=bindparam("result"),
+        progress=1.0,
+        message=bindparam("message"),
+        finished_at=bindparam("moment"),
+        lease_expires_at=None,
+    )
+    .returning(Job.account_id)
+)
+INSERT_MEDIA = insert(Media)
+SETTLE_ENTRY = text(
+    """
+    INSERT INTO credit_ledger (id, account_id, job_id, kind, amount, balance_after, reason,
+        created_at)
+    SELECT :entry_id, accounts.id, :job_id, 'settle', 0, accounts.credit_balance, :reason, :moment
+    FROM accounts WHERE accounts.id = :account_id
+    """
+).bindparams(bindparam("moment", type_=UTCDateTime()))
+
+
+def complete_in_transaction(
+    connection: Connection,
+    job_id: str,
+    token: str,
+    moment: datetime,
+    result: dict[str, Any],
+    message: str | None,
+    media: Sequence[Media],
+    entry_id: str,
+    reason: str,
+) -> bool:
+    """`COMPLETE`'s writes in the transaction `connection` is in; False (nothing written) when
+    the job was not processing under `token`."""
+    account_id = connection.execute(
+        COMPLETE_JOB,
+        {"job_id": job_id, "token": token, "result": result, "message": message, "moment": moment},
+    ).scalar_one_or_none()
+    if account_id is None:
+        return False
+    if media:
+        connection.execute(
+            INSERT_MEDIA,
+            [
+                {
+                    "id": item.id,
+                    "account_id": account_id,
+                    "job_id": job_id,
+                    "kind": item.kind,
+                    "storage_key": item.storage_key,
+                    "content_type": item.content_type,
+                    "width": item.width,
+                    "height": item.height,
+                    "size_bytes": item.size_bytes,
+                    "created_at": moment,
+                }
+                for item in media
+            ],
+        )
+    connection.execute(
+        SETTLE_ENTRY,
+        {
+            "entry_id": entry_id,
+            "job_id": job_id,
+            "reason": reason,
+            "moment": moment,
+            "account_id": account_id,
+        },
+    )
+    return True
 
 
 def undispatched(session: Session, created_before: datetime, limit: int) -> Sequence[Job]:

@@ -327,42 +327,30 @@ def complete(
 
     On PostgreSQL a job without other rows completes in one statement committing by itself
     (`repository.COMPLETE`: one round trip, one durable commit); SQLite, which has no
-    data-modifying CTEs, and a job with other rows (ORM objects) take a transaction."""
+    data-modifying CTEs, and a job with other rows (ORM objects) write the same rows with
+    `repository.complete_in_transaction`'s statements in one transaction."""
     job = claim.job
     moment = utcnow()
+    completion = (
+        job.id,
+        claim.token,
+        moment,
+        result,
+        message,
+        media,
+        new_id(),
+        credits.settle_reason(job.credits_reserved),
+    )
     if not records and not db.is_sqlite:
         with db.statements() as connection:
-            if repository.complete(
-                connection,
-                job.id,
-                claim.token,
-                moment,
-                result,
-                message,
-                media,
-                new_id(),
-                credits.settle_reason(job.credits_reserved),
-            ):
+            if repository.complete(connection, *completion):
                 return True
         with db.read() as session:
             return _ended_by(session, claim, JobStatus.COMPLETED)
     with db.write() as session:
-        if not repository.transition(
-            session,
-            job.id,
-            JobStatus.PROCESSING,
-            claim.token,
-            status=JobStatus.COMPLETED,
-            result=result,
-            progress=1.0,
-            message=message,
-            finished_at=moment,
-            lease_expires_at=None,
-        ):
+        if not repository.complete_in_transaction(session.connection(), *completion):
             return _ended_by(session, claim, JobStatus.COMPLETED)
-        repository.add_media(session, media)
         session.add_all(records)
-        credits.settle(session, job.account_id, job.id, job.credits_reserved)
         return True
 
 

@@ -16,6 +16,8 @@ from sqlalchemy.exc import OperationalError
 
 from core.accounts import service as accounts
 from core.clock import utcnow
+from core.credits import repository as ledger
+from core.ids import new_id
 from core.jobs import repository as jobs_repository
 from core.jobs import service as jobs_service
 from core.jobs.contract import ImagesResult, image_folder
@@ -166,6 +168,66 @@ def test_a_settlement_whose_answer_was_lost_counts_as_done_by_the_same_claim(
     assert job_row(service.services, failed.id).status == "failed"
     kinds = ledger_kinds(service.services, key)
     assert (kinds.count("settle"), kinds.count("refund")) == (1, 1)
+
+
+def test_a_completion_writes_the_job_its_media_and_the_settle_entry_together(
+    service: Service, key: str
+) -> None:
+    """Both completions (PostgreSQL's one statement, the statements of a transaction on
+    SQLite) write the same rows: the job completed, its media owned by its account, and a
+    settle entry recording the balance as it stands; a stranger's claim writes nothing."""
+    job = _unpublished_job(service, key, "[sleep 0] completed with its media")
+    db = service.services.db
+    claim = jobs_service.claim(db, job.id, 30)
+    assert claim is not None
+    image = Media(
+        kind="image",
+        account_id=job.account_id,
+        storage_key=f"{image_folder(job.id)}0.png",
+        content_type="image/png",
+        width=8,
+        height=6,
+        size_bytes=70,
+    )
+    image.id = new_id()
+    result = ImagesResult(images=[]).stored()
+    stranger = jobs_service.Claim(job=job, token="another-delivery")
+    assert not jobs_service.complete(db, stranger, result, [image], "not mine")
+    assert jobs_service.complete(db, claim, result, [image], "a note")
+    row = job_row(service.services, job.id)
+    assert (row.status, row.result, row.progress, row.message, row.lease_expires_at) == (
+        "completed",
+        result,
+        1.0,
+        "a note",
+        None,
+    )
+    assert row.finished_at is not None
+    with db.read() as session:
+        (media,) = jobs_repository.result_media(session, job.id)
+        entries = ledger.entries_of(session, job.account_id)
+    assert (media.id, media.account_id, media.job_id, media.storage_key) == (
+        image.id,
+        job.account_id,
+        job.id,
+        image.storage_key,
+    )
+    assert (media.width, media.height, media.size_bytes, media.created_at) == (
+        8,
+        6,
+        70,
+        row.finished_at,
+    )
+    settle = entries[-1]
+    balance = accounts.find_account(db, accounts.authenticate(db, key).email).credit_balance  # type: ignore[union-attr]
+    assert (settle.kind, settle.job_id, settle.amount, settle.balance_after, settle.reason) == (
+        "settle",
+        job.id,
+        0,
+        balance,
+        "charged 1",
+    )
+    assert [entry.kind for entry in entries].count("settle") == 1
 
 
 @pytest.mark.parametrize("service", ["distributed"], indirect=True)
