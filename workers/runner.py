@@ -57,14 +57,13 @@ class JobRunner:
         """Raises ShuttingDown when this worker no longer takes jobs (its delivery goes back)."""
         if self.in_flight.closed.is_set():
             raise ShuttingDown(job_id)
-        claim = claim_job(self.lifecycle, job_id)
-        if claim is None:
-            return
-        if claim.job.attempts > 1:
-            # An earlier attempt's worker vanished, perhaps mid-store: nothing will show what
-            # it stored.
-            self.lifecycle.clear_outputs(claim.job)
-        with self.in_flight.track(claim):
+        with self.in_flight.claim(lambda: claim_job(self.lifecycle, job_id)) as claim:
+            if claim is None:
+                return
+            if claim.job.attempts > 1:
+                # An earlier attempt's worker vanished, perhaps mid-store: nothing will show
+                # what it stored.
+                self.lifecycle.clear_outputs(claim.job)
             self._run_claimed(claim)
 
     def _run_claimed(self, claim: jobs_service.Claim) -> None:

@@ -39,31 +39,54 @@ class InFlight:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._claims: dict[str, jobs_service.Claim] = {}
+        # Claims being made now: their jobs may already be `processing` for everyone else.
+        self._claiming = 0
         self._idle = threading.Condition(self._lock)
         # Set when shutdown begins: Celery may still deliver a message to a free slot (the very
         # job just handed back, even), which must go back to the queue, not run here.
         self.closed = threading.Event()
 
     @contextmanager
-    def track(self, claim: jobs_service.Claim) -> Iterator[None]:
+    def claim(
+        self, make_claim: Callable[[], jobs_service.Claim | None]
+    ) -> Iterator[jobs_service.Claim | None]:
+        """The claim `make_claim` makes (None: nothing to run), tracked until the block ends.
+        A claim being made counts as running from before its commit: a SIGTERM landing
+        between the commit and the tracking found the worker idle, and the job then ran on past
+        the grace period, never handed back."""
         with self._lock:
-            self._claims[claim.token] = claim
+            self._claiming += 1
+        claim: jobs_service.Claim | None = None
         try:
-            yield
+            claim = make_claim()
         finally:
             with self._lock:
-                self._claims.pop(claim.token, None)
+                self._claiming -= 1
+                if claim is not None:
+                    self._claims[claim.token] = claim
                 self._idle.notify_all()
+        try:
+            yield claim
+        finally:
+            if claim is not None:
+                with self._lock:
+                    self._claims.pop(claim.token, None)
+                    self._idle.notify_all()
 
     def claims(self) -> list[jobs_service.Claim]:
         with self._lock:
             return list(self._claims.values())
 
+    def running(self) -> int:
+        """Jobs running or being claimed."""
+        with self._lock:
+            return len(self._claims) + self._claiming
+
     def wait_idle(self, timeout: float) -> bool:
         """True once nothing runs; False if something still runs after `timeout` seconds."""
         deadline = time.monotonic() + timeout
         with self._lock:
-            while self._claims:
+            while self._claims or self._claiming:
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
                     return False
@@ -97,7 +120,7 @@ class GracefulShutdown:
         # A cold shutdown (SIGQUIT, a second SIGINT) does not wait for anything.
         grace = self.grace_seconds if how == "Warm" else 0.0
         log.info(
-            "%s: %d job(s) running get %.1fs to finish", sig, len(self.in_flight.claims()), grace
+            "%s: %d job(s) running get %.1fs to finish", sig, self.in_flight.running(), grace
         )
         threading.Thread(target=self.run, args=(grace,), name="shutdown", daemon=True).start()
 
