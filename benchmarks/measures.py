@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 import resource
 from collections.abc import Sequence
@@ -43,10 +44,13 @@ def cpu_seconds(pid: int) -> float:
 
 
 def percentile(sorted_values: Sequence[float], fraction: float) -> float:
-    """Nearest-rank percentile of an ascending sequence."""
+    """Nearest-rank percentile of an ascending sequence: the value of rank ceil(fraction * n)
+    (p99 of 100 values is the 99th, p50 the 50th; until 2026-11-26 this took the rank after it,
+    so p99 of 100 was their maximum)."""
     if not sorted_values:
         return float("nan")
-    return sorted_values[min(len(sorted_values) - 1, int(fraction * len(sorted_values)))]
+    rank = math.ceil(fraction * len(sorted_values))
+    return sorted_values[min(len(sorted_values), max(1, rank)) - 1]
 
 
 def peak_rss_mib(pid: int) -> float:

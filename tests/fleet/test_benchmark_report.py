@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from benchmarks.measures import percentile
 from benchmarks.report import Section, Table, merged
 
 PAGE = """# Benchmarks
@@ -47,3 +48,12 @@ def test_a_failure_is_listed_and_other_sections_stay() -> None:
     page = merged(PAGE, "_Run today._", [], ["`job_read`: RuntimeError: no answer"])
     assert "Old figures." in page
     assert page.endswith("## Failed\n\n- `job_read`: RuntimeError: no answer\n")
+
+
+def test_percentiles_are_nearest_rank() -> None:
+    """p99 of 100 values is the 99th, not their maximum (the benchmarks' tables have a max
+    column of their own)."""
+    values = [float(n) for n in range(1, 101)]
+    assert [percentile(values, f) for f in (0.5, 0.9, 0.99, 1.0)] == [50.0, 90.0, 99.0, 100.0]
+    assert percentile(values, 0.0) == 1.0
+    assert percentile([7.0], 0.99) == 7.0

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy import func, select
 
+from benchmarks.measures import percentile
 from core.tables import CreditEntry, Job, Media
 from tests.conftest import COMMON_ENV
 from tests.support.fleet import running_fleet
@@ -22,11 +23,6 @@ JOBS = 500
 CLIENTS = 32
 ACCOUNTS = 8
 CREDITS = 1000
-
-
-def _percentile(values: list[float], fraction: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(fraction * len(ordered)))]
 
 
 @pytest.mark.slow
@@ -105,7 +101,8 @@ def test_500_jobs_by_32_clients_across_2_gateways_and_3_workers(
         assert set(settles.values()) == {1} and len(settles) == JOBS
         for key in keys:
             assert balances[key] == CREDITS - per_account[key]
-        p50, p99 = _percentile(latencies, 0.5), _percentile(latencies, 0.99)
+        ordered = sorted(latencies)
+        p50, p99 = percentile(ordered, 0.5), percentile(ordered, 0.99)
         report = (
             f"{JOBS} jobs, {CLIENTS} clients, 2 gateways, 3 workers: created in {creating:.1f}s, "
             f"all completed in {total:.1f}s; create latency p50 {p50 * 1000:.0f} ms, "
