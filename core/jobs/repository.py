@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -138,6 +139,21 @@ def transition(
     return bool(result.rowcount)  # type: ignore[attr-defined]
 
 
+@dataclass(frozen=True)
+class Completion:
+    """What completing a job writes: the job's end under its claim, its media rows and its
+    settle entry (`entry_id`, `reason`), all at `moment`."""
+
+    job_id: str
+    token: str
+    moment: datetime
+    result: dict[str, Any]
+    message: str | None
+    media: Sequence[Media]
+    entry_id: str
+    reason: str
+
+
 # processing -> completed, its media rows and its settle entry in the ledger: one statement
 # (PostgreSQL's data-modifying CTEs), so one round trip and one commit where it runs by itself.
 # The media and the entry are inserted from the updated row, so nothing is written when the
@@ -172,26 +188,17 @@ COMPLETE = text(
 ).bindparams(bindparam("result", type_=JSONType), bindparam("moment", type_=UTCDateTime()))
 
 
-def complete(
-    connection: Connection,
-    job_id: str,
-    token: str,
-    moment: datetime,
-    result: dict[str, Any],
-    message: str | None,
-    media: Sequence[Media],
-    entry_id: str,
-    reason: str,
-) -> bool:
+def complete(connection: Connection, done: Completion) -> bool:
     """`COMPLETE` (PostgreSQL only); False when the job was not processing under `token`."""
+    media = done.media
     completed = connection.execute(
         COMPLETE,
         {
-            "job_id": job_id,
-            "token": token,
-            "moment": moment,
-            "result": result,
-            "message": message,
+            "job_id": done.job_id,
+            "token": done.token,
+            "moment": done.moment,
+            "result": done.result,
+            "message": done.message,
             "media_ids": [item.id for item in media],
             "kinds": [item.kind for item in media],
             "keys": [item.storage_key for item in media],
@@ -199,8 +206,8 @@ def complete(
             "widths": [item.width for item in media],
             "heights": [item.height for item in media],
             "sizes": [item.size_bytes for item in media],
-            "entry_id": entry_id,
-            "reason": reason,
+            "entry_id": done.entry_id,
+            "reason": done.reason,
         },
     ).scalar_one()
     return bool(completed)
@@ -238,26 +245,23 @@ SETTLE_ENTRY = text(
 ).bindparams(bindparam("moment", type_=UTCDateTime()))
 
 
-def complete_in_transaction(
-    connection: Connection,
-    job_id: str,
-    token: str,
-    moment: datetime,
-    result: dict[str, Any],
-    message: str | None,
-    media: Sequence[Media],
-    entry_id: str,
-    reason: str,
-) -> bool:
+def complete_in_transaction(connection: Connection, done: Completion) -> bool:
     """`COMPLETE`'s writes in the transaction `connection` is in; False (nothing written) when
     the job was not processing under `token`."""
+    job_id, moment = done.job_id, done.moment
     account_id = connection.execute(
         COMPLETE_JOB,
-        {"job_id": job_id, "token": token, "result": result, "message": message, "moment": moment},
+        {
+            "job_id": job_id,
+            "token": done.token,
+            "result": done.result,
+            "message": done.message,
+            "moment": moment,
+        },
     ).scalar_one_or_none()
     if account_id is None:
         return False
-    if media:
+    if done.media:
         connection.execute(
             INSERT_MEDIA,
             [
@@ -273,15 +277,15 @@ def complete_in_transaction(
                     "size_bytes": item.size_bytes,
                     "created_at": moment,
                 }
-                for item in media
+                for item in done.media
             ],
         )
     connection.execute(
         SETTLE_ENTRY,
         {
-            "entry_id": entry_id,
+            "entry_id": done.entry_id,
             "job_id": job_id,
-            "reason": reason,
+            "reason": done.reason,
             "moment": moment,
             "account_id": account_id,
         },

@@ -330,25 +330,24 @@ def complete(
     data-modifying CTEs, and a job with other rows (ORM objects) write the same rows with
     `repository.complete_in_transaction`'s statements in one transaction."""
     job = claim.job
-    moment = utcnow()
-    completion = (
-        job.id,
-        claim.token,
-        moment,
-        result,
-        message,
-        media,
-        new_id(),
-        credits.settle_reason(job.credits_reserved),
+    completion = repository.Completion(
+        job_id=job.id,
+        token=claim.token,
+        moment=utcnow(),
+        result=result,
+        message=message,
+        media=media,
+        entry_id=new_id(),
+        reason=credits.settle_reason(job.credits_reserved),
     )
     if not records and not db.is_sqlite:
         with db.statements() as connection:
-            if repository.complete(connection, *completion):
+            if repository.complete(connection, completion):
                 return True
         with db.read() as session:
             return _ended_by(session, claim, JobStatus.COMPLETED)
     with db.write() as session:
-        if not repository.complete_in_transaction(session.connection(), *completion):
+        if not repository.complete_in_transaction(session.connection(), completion):
             return _ended_by(session, claim, JobStatus.COMPLETED)
         session.add_all(records)
         return True
