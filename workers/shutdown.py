@@ -119,9 +119,7 @@ class GracefulShutdown:
         self.in_flight.closed.set()
         # A cold shutdown (SIGQUIT, a second SIGINT) does not wait for anything.
         grace = self.grace_seconds if how == "Warm" else 0.0
-        log.info(
-            "%s: %d job(s) running get %.1fs to finish", sig, self.in_flight.running(), grace
-        )
+        log.info("%s: %d job(s) running get %.1fs to finish", sig, self.in_flight.running(), grace)
         threading.Thread(target=self.run, args=(grace,), name="shutdown", daemon=True).start()
 
     def run(self, grace: float) -> None:
