@@ -82,6 +82,13 @@ class InFlight:
         with self._lock:
             return len(self._claims) + self._claiming
 
+    def wait_claims_made(self, timeout: float) -> None:
+        """Until no claim is being made, `timeout` seconds at most."""
+        deadline = time.monotonic() + timeout
+        with self._lock:
+            while self._claiming and (remaining := deadline - time.monotonic()) > 0:
+                self._idle.wait(remaining)
+
     def wait_idle(self, timeout: float) -> bool:
         """True once nothing runs; False if something still runs after `timeout` seconds."""
         deadline = time.monotonic() + timeout
@@ -125,6 +132,8 @@ class GracefulShutdown:
     def run(self, grace: float) -> None:
         if self.in_flight.wait_idle(grace):
             return
+        # A claim still being made (a database blip retried) is handed back with the others.
+        self.in_flight.wait_claims_made(DRAIN_SECONDS)
         handed_back = self.hand_back_all()
         if not self.in_flight.wait_idle(DRAIN_SECONDS):
             log.warning("a pipeline did not stop after its job was handed back; exiting anyway")

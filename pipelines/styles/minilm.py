@@ -106,6 +106,7 @@ class MiniLM:
             config["model_type"] != "bert"
             or config["hidden_act"] != "gelu"
             or config["num_attention_heads"] != HEADS
+            or config["layer_norm_eps"] != LAYER_NORM_EPSILON
             or sentence_config["max_seq_length"] != MAX_TOKENS
             or not pooling["pooling_mode_mean_tokens"]
         ):

@@ -12,6 +12,7 @@ from unittest.mock import ANY
 import httpx
 import pytest
 from openapi_spec_validator import validate
+from starlette.routing import compile_path
 
 from core.jobs.contract import TERMINAL
 from tests.support.service import Service
@@ -242,3 +243,18 @@ def test_a_generated_client_creates_a_generation_and_long_polls_it_to_completed(
         sys.path.remove(str(tmp_path / "out"))
         for name in [name for name in sys.modules if name.startswith("sfumato_generated")]:
             del sys.modules[name]
+
+
+def test_no_other_get_route_has_a_job_reads_shape(document: dict) -> None:
+    """The job reads are the app's own first routes (`install_job_reads`): a GET route of
+    another router with one of their shapes (`/v1/images/{x}`, `/v1/images/some-word`) would
+    never be reached."""
+    reads = {"/v1/jobs/{id}", "/v1/images/{id}", "/v1/videos/{id}", "/v1/styles/extractions/{id}"}
+    gets = {path for path, item in document["paths"].items() if "get" in item}
+    assert reads <= gets
+    for read in reads:
+        read_pattern = compile_path(read)[0]
+        sample = read.replace("{id}", "01a216c9-7f63-734e-a0de-c560d1cd2788")
+        for other in gets - reads:
+            assert not read_pattern.match(other.replace("{", "").replace("}", "")), other
+            assert not compile_path(other)[0].match(sample), (read, other)

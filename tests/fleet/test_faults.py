@@ -170,12 +170,14 @@ def test_a_settlement_whose_answer_was_lost_counts_as_done_by_the_same_claim(
     assert (kinds.count("settle"), kinds.count("refund")) == (1, 1)
 
 
+@pytest.mark.parametrize("with_records", [False, True], ids=["alone", "with-records"])
 def test_a_completion_writes_the_job_its_media_and_the_settle_entry_together(
-    service: Service, key: str
+    service: Service, key: str, with_records: bool
 ) -> None:
-    """Both completions (PostgreSQL's one statement, the statements of a transaction on
-    SQLite) write the same rows: the job completed, its media owned by its account, and a
-    settle entry recording the balance as it stands; a stranger's claim writes nothing."""
+    """Both completions (PostgreSQL's one statement; the statements of a transaction, on
+    SQLite and for a job with rows of its own on either) write the same rows: the job
+    completed, its media owned by its account, a settle entry recording the balance as it
+    stands, and the job's other rows; a stranger's claim writes nothing."""
     job = _unpublished_job(service, key, "[sleep 0] completed with its media")
     db = service.services.db
     claim = jobs_service.claim(db, job.id, 30)
@@ -192,8 +194,19 @@ def test_a_completion_writes_the_job_its_media_and_the_settle_entry_together(
     image.id = new_id()
     result = ImagesResult(images=[]).stored()
     stranger = jobs_service.Claim(job=job, token="another-delivery")
-    assert not jobs_service.complete(db, stranger, result, [image], "not mine")
-    assert jobs_service.complete(db, claim, result, [image], "a note")
+    # A row of the job's own, as a saved style is: here a second media row.
+    records = [
+        Media(
+            id=new_id(),
+            kind="image",
+            account_id=job.account_id,
+            storage_key=f"{image_folder(job.id)}extra.png",
+            content_type="image/png",
+        )
+    ]
+    records = records if with_records else []
+    assert not jobs_service.complete(db, stranger, result, [image], "not mine", records)
+    assert jobs_service.complete(db, claim, result, [image], "a note", records)
     row = job_row(service.services, job.id)
     assert (row.status, row.result, row.progress, row.message, row.lease_expires_at) == (
         "completed",
@@ -206,6 +219,8 @@ def test_a_completion_writes_the_job_its_media_and_the_settle_entry_together(
     with db.read() as session:
         (media,) = jobs_repository.result_media(session, job.id)
         entries = ledger.entries_of(session, job.account_id)
+        extra = [session.get(Media, record.id) is not None for record in records]
+    assert extra == [True] * len(records)
     assert (media.id, media.account_id, media.job_id, media.storage_key) == (
         image.id,
         job.account_id,

@@ -8,6 +8,8 @@ from pathlib import Path
 import httpx
 import pytest
 
+from gateway.styles import router as styles_router
+from gateway.styles.router import SentenceModelLoad
 from tests.conftest import embedded_mode
 from tests.support.service import Process, free_port, wait_until
 
@@ -36,3 +38,32 @@ def _answers(url: str) -> bool:
         return httpx.get(url, timeout=1).status_code == 200
     except httpx.HTTPError:
         return False
+
+
+def test_the_sentence_model_check_fails_until_loaded_and_names_a_failed_load(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """What `/readyz` reports as `sentenceModel` (docs/api.md): unavailable while loading,
+    with the error of a load that failed, available once loaded."""
+    loaded = False
+
+    def fail() -> None:
+        raise OSError("weights missing")
+
+    monkeypatch.setattr(styles_router, "embeddings_loaded", lambda: loaded)
+    monkeypatch.setattr(styles_router, "load_embeddings", fail)
+    model = SentenceModelLoad()
+    with pytest.raises(RuntimeError, match="loading"):
+        model.check()
+    model.start()
+    wait_until(lambda: _check_error(model) == "OSError: weights missing", 10, "the load failed")
+    loaded = True
+    model.check()
+
+
+def _check_error(model: SentenceModelLoad) -> str | None:
+    try:
+        model.check()
+    except RuntimeError as error:
+        return str(error)
+    return None

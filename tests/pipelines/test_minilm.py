@@ -71,9 +71,10 @@ def test_a_folder_of_another_model_is_refused(tmp_path: Path) -> None:
         MiniLM(tmp_path)
 
 
-def test_a_gateway_embeds_without_importing_torch() -> None:
+def test_a_gateway_embeds_without_importing_torch_on_one_blas_thread() -> None:
     """What keeps an idle gateway small (docs/benchmarks.md, held reads): torch, transformers
-    and sentence-transformers took it from 140 to 710 MiB."""
+    and sentence-transformers took it from 140 to 710 MiB. And NumPy's BLAS runs on one thread
+    once a process embeds (requests embed side by side on the gateway's thread pool)."""
     script = (
         "import sys\n"
         "import gateway.app\n"
@@ -82,5 +83,8 @@ def test_a_gateway_embeds_without_importing_torch() -> None:
         "assert embed_texts(['a hot espresso']).shape == (1, 384)\n"
         "heavy = {'torch', 'transformers', 'sentence_transformers'} & set(sys.modules)\n"
         "assert not heavy, heavy\n"
+        "from threadpoolctl import threadpool_info\n"
+        "blas = [pool['num_threads'] for pool in threadpool_info() if pool['user_api'] == 'blas']\n"
+        "assert blas and set(blas) == {1}, blas\n"
     )
     subprocess.run([sys.executable, "-c", script], check=True, cwd=Path(__file__).parents[2])
