@@ -41,6 +41,12 @@ def bucket_of(method: str, path: str) -> str:
     return "default"
 
 
+# The window's numbers on every answer: limit, remaining, reset (seconds).
+WINDOW_HEADERS = ("X-RateLimit-Limit", "X-RateLimit-Remaining", "X-RateLimit-Reset")
+# As an ASGI message carries them (names lowercase, bytes), made once.
+RAW_WINDOW_HEADERS = tuple(name.lower().encode() for name in WINDOW_HEADERS)
+
+
 @dataclass(frozen=True)
 class Decision:
     allowed: bool
@@ -48,19 +54,19 @@ class Decision:
     remaining: int
     reset_seconds: int
 
+    def _values(self) -> tuple[int, int, int]:
+        return self.limit, self.remaining, self.reset_seconds
+
     def headers(self) -> dict[str, str]:
         return {
-            "X-RateLimit-Limit": str(self.limit),
-            "X-RateLimit-Remaining": str(self.remaining),
-            "X-RateLimit-Reset": str(self.reset_seconds),
+            name: str(value) for name, value in zip(WINDOW_HEADERS, self._values(), strict=True)
         }
 
     def raw_headers(self) -> list[tuple[bytes, bytes]]:
-        """`headers()` as an ASGI message carries them (names lowercase)."""
+        """`headers()` as an ASGI message carries them."""
         return [
-            (b"x-ratelimit-limit", str(self.limit).encode()),
-            (b"x-ratelimit-remaining", str(self.remaining).encode()),
-            (b"x-ratelimit-reset", str(self.reset_seconds).encode()),
+            (name, str(value).encode())
+            for name, value in zip(RAW_WINDOW_HEADERS, self._values(), strict=True)
         ]
 
 
@@ -102,12 +108,9 @@ class RateLimiter:
         namespace: str,
         clock: Callable[[], float] = time.time,
     ) -> None:
-        self.items: dict[str, RateLimitItem] = {
-            bucket: parse(getattr(rates, bucket))
-            for bucket in ("image", "video", "style", "upload", "default", "signin")
-        }
         self._buckets = {
-            bucket: BucketRate.of(item, namespace, bucket) for bucket, item in self.items.items()
+            bucket: BucketRate.of(parse(getattr(rates, bucket)), namespace, bucket)
+            for bucket in ("image", "video", "style", "upload", "default", "signin")
         }
         in_process = storage_uri.startswith("memory://")
         self.storage: Counts = (
