@@ -16,6 +16,7 @@ from sqlalchemy import exc as sqlalchemy_errors
 from sqlalchemy.orm import Session, sessionmaker
 
 from core.driver_reads import DriverReads
+from core.tables import load_json
 
 MIGRATIONS_DIR = Path(__file__).parent / "migrations"
 # Any fixed 64-bit number: the PostgreSQL advisory lock that serialises concurrent migrations.
@@ -78,7 +79,10 @@ class Database:
         # thread pool is 40), so none is opened and closed per request under load.
         if self.is_sqlite:
             self.engine = create_engine(
-                url, connect_args={"check_same_thread": False, "timeout": 30}, pool_size=48
+                url,
+                connect_args={"check_same_thread": False, "timeout": 30},
+                pool_size=48,
+                json_deserializer=load_json,
             )
             _prepare_sqlite(self.engine)
             write_engine: Engine = self.engine.execution_options(sqlite_begin="BEGIN IMMEDIATE")
@@ -92,6 +96,7 @@ class Database:
                 pool_size=48,
                 max_overflow=16,
                 pool_recycle=RECYCLE_SECONDS,
+                json_deserializer=load_json,
             )
             write_engine = self.engine
             self._statement_engine = self.engine.execution_options(isolation_level="AUTOCOMMIT")

@@ -6,17 +6,20 @@ query itself (docs/benchmarks.md). A `PreparedSelect` is the same SQLAlchemy sta
 once for the database's dialect, its rows decoded by the columns' own result processors, so values
 are exactly what SQLAlchemy would give. `DriverReads` runs it on:
 
-- SQLite: inline, on one connection per thread taken from the engine's pool (so it has the
+- SQLite (`one`): inline, on one connection per thread taken from the engine's pool (so it has the
   engine's pragmas); a WAL reader never waits for a writer, and the read takes microseconds.
-- PostgreSQL: psycopg's asyncio connections of the running event loop, at most
+- PostgreSQL (`by_key`): psycopg's asyncio connections of the running event loop, at most
   `ASYNC_CONNECTIONS` per loop, in autocommit (each statement its own snapshot, as the
-  session-less reads before), so a read needs no thread hop; psycopg prepares a statement on the
-  server once it has run a few times on a connection.
+  session-less reads before), so a read needs no thread hop. The reads of one key each that one
+  pass of the event loop makes are one statement (`core/batches.py`): under load a query serves
+  tens of polls, and its snapshot is taken after each of them was asked for. psycopg prepares a
+  statement on the server once it has run a few times on a connection.
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import select
 import sqlite3
 import threading
@@ -28,7 +31,11 @@ from typing import Any
 
 import psycopg
 from psycopg.conninfo import make_conninfo
+from psycopg.types.json import set_json_loads
 from sqlalchemy import Engine, Select
+
+from core.batches import LoopBatches
+from core.tables import load_json
 
 # Per event loop: enough for a gateway's concurrent polls (a read holds one for a round trip),
 # few enough beside the engine's pool under PostgreSQL's default 100 connections.
@@ -59,13 +66,14 @@ class PreparedSelect:
         positions = self.positions
         return tuple([values[name] for name in positions]) if positions else values
 
-    def row(self, values: Any, description: Any) -> Any:
-        """A named tuple of the driver's row (None for none), `description` the cursor's."""
+    def row(self, values: Any, description: Callable[[], Any]) -> Any:
+        """A named tuple of the driver's row (None for none); `description` gives the cursor's
+        (psycopg builds it anew on each call: only the first row needs it)."""
         if values is None:
             return None
         processors = self.processors
         if processors is None:
-            processors = self.processors = self._processors(description)
+            processors = self.processors = self._processors(description())
         if processors:
             values = list(values)
             for index, processor in processors:
@@ -132,7 +140,9 @@ class _LoopConnections:
         return None
 
     async def _connect(self) -> psycopg.AsyncConnection[Any]:
-        return await psycopg.AsyncConnection.connect(self.conninfo, autocommit=True)
+        connection = await psycopg.AsyncConnection.connect(self.conninfo, autocommit=True)
+        set_json_loads(load_json, connection)  # as the engine's connections decode JSON
+        return connection
 
     async def close(self) -> None:
         idle, self.idle = self.idle, []
@@ -153,6 +163,7 @@ class DriverReads:
         self.connect_args = connect_args
         self.recycle_seconds = recycle_seconds
         self._prepared: dict[Select[Any], PreparedSelect] = {}
+        self._batches: dict[Select[Any], LoopBatches[Any, Any]] = {}
         self._thread = threading.local()
         self._loops: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _LoopConnections] = (
             weakref.WeakKeyDictionary()
@@ -164,24 +175,44 @@ class DriverReads:
             prepared = self._prepared[statement] = PreparedSelect(statement, self.engine)
         return prepared
 
-    async def one(self, statement: Select[Any], values: Mapping[str, Any]) -> Any:
-        """The statement's first row (a named tuple of its columns), or None."""
+    def one(self, statement: Select[Any], values: Mapping[str, Any]) -> Any:
+        """SQLite: the statement's first row (a named tuple of its columns), or None."""
         prepared = self.prepared(statement)
-        parameters = prepared.parameters(values)
-        if self.is_sqlite:
-            # fetchall, not fetchone: a statement left unfinished would hold its read snapshot.
-            local = self._sqlite_connection().execute(prepared.sql, parameters)
-            rows = local.fetchall()
-            return prepared.row(rows[0] if rows else None, local.description)
+        # fetchall, not fetchone: a statement left unfinished would hold its read snapshot.
+        cursor = self._sqlite_connection().execute(prepared.sql, prepared.parameters(values))
+        rows = cursor.fetchall()
+        return prepared.row(rows[0] if rows else None, lambda: cursor.description)
+
+    async def by_key(self, statement: Select[Any], key: Any) -> Any:
+        """PostgreSQL: the row of `statement` whose first column is `key` (a named tuple of its
+        columns), or None. `statement` selects the rows whose first column is one of the
+        parameter `keys`; the calls of one pass of the event loop share one run of it."""
+        batches = self._batches.get(statement)
+        if batches is None:
+            batches = self._batches[statement] = LoopBatches(
+                functools.partial(self._rows_by_key, self.prepared(statement)),
+                ASYNC_CONNECTIONS,
+                # Waiting for a connection counts too: a server gone silent fails every read.
+                within=READ_TIMEOUT_SECONDS,
+            )
         try:
-            async with asyncio.timeout(READ_TIMEOUT_SECONDS):
-                async with self._loop_connections().connection() as connection:
-                    remote = await connection.execute(prepared.sql, parameters)
-                    return prepared.row(await remote.fetchone(), remote.description)
+            return await batches(key)
         except TimeoutError:
             raise psycopg.OperationalError(
                 f"the database did not answer within {READ_TIMEOUT_SECONDS} s"
             ) from None
+
+    async def _rows_by_key(self, prepared: PreparedSelect, keys: list[Any]) -> list[Any]:
+        rows = await self._rows(prepared, {"keys": list(dict.fromkeys(keys))})
+        found = {row[0]: row for row in rows}
+        return [found.get(key) for key in keys]
+
+    async def _rows(self, prepared: PreparedSelect, values: Mapping[str, Any]) -> list[Any]:
+        async with self._loop_connections().connection() as connection:
+            cursor = await connection.execute(prepared.sql, prepared.parameters(values))
+            return [
+                prepared.row(row, lambda: cursor.description) for row in await cursor.fetchall()
+            ]
 
     def _sqlite_connection(self) -> sqlite3.Connection:
         connection: sqlite3.Connection | None = getattr(self._thread, "connection", None)

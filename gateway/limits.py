@@ -1,5 +1,7 @@
-"""Per-key rate limits, counted by the `limits` library (in memory, or in Redis so every
-gateway replica shares one count), in fixed windows aligned to an injectable clock."""
+"""Per-key rate limits in fixed windows aligned to an injectable clock, counted in this process
+(embedded mode) or in Redis, so that every gateway replica shares one count. Rates are parsed
+and counters named as the `limits` library does, so gateways of an earlier release, which
+counted through it, count in the same keys."""
 
 from __future__ import annotations
 
@@ -12,14 +14,14 @@ import time
 import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Protocol, cast
+from typing import Any, Protocol
 
 import redis
+import redis.asyncio as aioredis
 from limits import RateLimitItem, parse
-from limits.aio.storage import Storage as AsyncStorage
-from limits.storage import Storage, storage_from_string
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from core.batches import LoopBatches
 from core.config import RateLimits
 from core.settings import Settings
 from gateway.errors import ApiError, error_response
@@ -71,7 +73,14 @@ class Decision:
 
 
 class Counts(Protocol):
-    def incr(self, key: str, expiry: int) -> int: ...
+    def incr(self, key: str, expiry: int) -> int:
+        """One more request counted in `key`, which expires `expiry` seconds after its first
+        count; the count so far. Blocks on a network store."""
+        ...
+
+    async def incr_in_loop(self, key: str, expiry: int) -> int:
+        """`incr` from the event loop, which it never blocks."""
+        ...
 
 
 class ProcessCounts:
@@ -99,6 +108,71 @@ class ProcessCounts:
             entry[0] += 1
             return int(entry[0])
 
+    async def incr_in_loop(self, key: str, expiry: int) -> int:
+        return self.incr(key, expiry)
+
+
+# The counters' keys in Redis, as `limits`' Redis storage prefixes them.
+REDIS_KEY_PREFIX = "LIMITS:"
+# Counts each key once, starting its expiry with its first count (`limits`' incr_expire.lua,
+# for many keys): one round trip, atomic, for all the requests of a batch.
+INCREMENT_SCRIPT = """
+local counts = {}
+for index, key in ipairs(KEYS) do
+    local count = redis.call("incr", key)
+    if count == 1 then
+        redis.call("expire", key, ARGV[index])
+    end
+    counts[index] = count
+end
+return counts
+"""
+# Batches of counts in flight per event loop (each holds one of the client's connections).
+REDIS_BATCH_SLOTS = 4
+# A count Redis has not answered by then is not counted (the request goes on, as when Redis is
+# down), instead of holding every request on a server gone silent.
+REDIS_COUNT_TIMEOUT_SECONDS = 5
+
+
+class RedisCounts:
+    """Counts in Redis. From the event loop, the counts asked for in one pass of the loop are one
+    script's run (`core/batches.py`): a request's count through redis-py's asyncio client cost
+    more than the rest of a job read (docs/benchmarks.md)."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self._increment = redis.Redis.from_url(url).register_script(INCREMENT_SCRIPT)
+        # An asyncio client's connections belong to the loop that opened them: one per loop.
+        self._loop_increments: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Any] = (
+            weakref.WeakKeyDictionary()
+        )
+        self._batches: LoopBatches[tuple[str, int], int] = LoopBatches(
+            self._incr_batch, REDIS_BATCH_SLOTS, within=REDIS_COUNT_TIMEOUT_SECONDS
+        )
+
+    def incr(self, key: str, expiry: int) -> int:
+        return int(self._increment(keys=[REDIS_KEY_PREFIX + key], args=[expiry])[0])
+
+    async def incr_in_loop(self, key: str, expiry: int) -> int:
+        try:
+            return await self._batches((key, expiry))
+        except TimeoutError:
+            raise redis.TimeoutError(
+                f"Redis did not answer within {REDIS_COUNT_TIMEOUT_SECONDS} s"
+            ) from None
+
+    async def _incr_batch(self, counts: list[tuple[str, int]]) -> list[int]:
+        loop = asyncio.get_running_loop()
+        increment = self._loop_increments.get(loop)
+        if increment is None:
+            client = aioredis.Redis.from_url(self.url)
+            increment = self._loop_increments[loop] = client.register_script(INCREMENT_SCRIPT)
+        answers = await increment(
+            keys=[REDIS_KEY_PREFIX + key for key, _ in counts],
+            args=[expiry for _, expiry in counts],
+        )
+        return [int(count) for count in answers]
+
 
 class RateLimiter:
     def __init__(
@@ -112,20 +186,10 @@ class RateLimiter:
             bucket: BucketRate.of(parse(getattr(rates, bucket)), namespace, bucket)
             for bucket in ("image", "video", "style", "upload", "default", "signin")
         }
-        in_process = storage_uri.startswith("memory://")
         self.storage: Counts = (
-            ProcessCounts() if in_process else cast(Storage, storage_from_string(storage_uri))
+            ProcessCounts() if storage_uri.startswith("memory://") else RedisCounts(storage_uri)
         )
-        self.storage_uri = storage_uri
-        self.namespace = namespace
         self.clock = clock
-        # A network store is not called from the event loop: the middleware counts through the
-        # same store's asyncio client (a thread hop per request cost more than the count), one
-        # per event loop, as its connections belong to the loop that opened them.
-        self.blocking = not in_process
-        self._loop_stores: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, AsyncStorage] = (
-            weakref.WeakKeyDictionary()
-        )
 
     @classmethod
     def from_settings(cls, settings: Settings, rates: RateLimits) -> RateLimiter:
@@ -141,10 +205,8 @@ class RateLimiter:
 
     async def hit_in_loop(self, bucket: str, api_key_id: str) -> Decision:
         """`hit` from the event loop, which it never blocks."""
-        if not self.blocking:
-            return self.hit(bucket, api_key_id)
         window = self._window(bucket, api_key_id)
-        return window.decision(await self._loop_store().incr(window.key, window.seconds))
+        return window.decision(await self.storage.incr_in_loop(window.key, window.seconds))
 
     def _window(self, bucket: str, api_key_id: str) -> _Window:
         limits = self._buckets[bucket]
@@ -154,17 +216,6 @@ class RateLimiter:
         key = limits.key(api_key_id, index)
         reset = max(1, math.ceil((index + 1) * seconds - now))
         return _Window(limits.limit, key, seconds, reset)
-
-    def _loop_store(self) -> AsyncStorage:
-        loop = asyncio.get_running_loop()
-        store = self._loop_stores.get(loop)
-        if store is None:
-            store = cast(
-                AsyncStorage,
-                storage_from_string(f"async+{self.storage_uri}", implementation="redispy"),
-            )
-            self._loop_stores[loop] = store
-        return store
 
 
 @dataclass(frozen=True)

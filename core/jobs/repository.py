@@ -10,6 +10,7 @@ from typing import Any
 from sqlalchemy import (
     Connection,
     and_,
+    any_,
     bindparam,
     case,
     delete,
@@ -435,7 +436,7 @@ def accounts_with_waiting_videos(session: Session, created_before: datetime) -> 
 
 # What the API shows of one of the account's jobs: the per-request poll, compiled once for the
 # database and run on the driver's connection (core/driver_reads.py).
-JOB_VIEW_BY_ID = select(
+JOB_VIEW_COLUMNS = (
     Job.id,
     Job.account_id,
     Job.type,
@@ -446,9 +447,17 @@ JOB_VIEW_BY_ID = select(
     Job.error,
     Job.progress,
     Job.message,
-).where(
+)
+# SQLite: one job, read inline.
+JOB_VIEW_BY_ID = select(*JOB_VIEW_COLUMNS).where(
     Job.id == bindparam("job_id"),
     Job.account_id == bindparam("account_id"),
+    Job.deleted_at.is_(None),
+)
+# PostgreSQL: the jobs that concurrent polls asked for, in one statement (whose they are is
+# checked on each row).
+JOB_VIEWS_BY_IDS = select(*JOB_VIEW_COLUMNS).where(
+    Job.id == any_(bindparam("keys")),
     Job.deleted_at.is_(None),
 )
 

@@ -220,9 +220,12 @@ def purge_idempotency_records(db: Database) -> int:
 async def view_owned(db: Database, account_id: str, job_id: str) -> Any:
     """The account's job as the API shows it (id, type, queue, status, times, result, error),
     read on the driver's own connection: this is the poll every client makes, often."""
-    return await db.driver_reads.one(
-        repository.JOB_VIEW_BY_ID, {"job_id": job_id, "account_id": account_id}
-    )
+    if db.is_sqlite:
+        return db.driver_reads.one(
+            repository.JOB_VIEW_BY_ID, {"job_id": job_id, "account_id": account_id}
+        )
+    job = await db.driver_reads.by_key(repository.JOB_VIEWS_BY_IDS, job_id)
+    return job if job is not None and job.account_id == account_id else None
 
 
 def get_owned(db: Database, account_id: str, job_id: str) -> Job | None:

@@ -13,7 +13,7 @@ import httpx
 import pytest
 from PIL import Image
 
-from core.jobs.repository import JOB_VIEW_BY_ID
+from core.jobs import service as jobs_service
 from core.tables import Media
 from tests.support.http_jobs import create, status_of, wait_done
 from tests.support.service import Service, wait_until
@@ -258,20 +258,18 @@ def test_long_polls_of_one_job_woken_together_read_it_once(
 ) -> None:
     """Long-polls held on one job each read it once when they arrive; a change that wakes
     them all is followed by one read between them, not one each (no query per waiter)."""
-    driver_reads = service.services.db.driver_reads
-    read_one = driver_reads.one
+    view_owned = jobs_service.view_owned
     views: list[str] = []
 
-    async def counted(statement: Any, values: Any) -> Any:  # reads as before, counted
-        if statement is JOB_VIEW_BY_ID:
-            views.append(values["job_id"])
-        return await read_one(statement, values)
+    async def counted(db: Any, account_id: str, job_id: str) -> Any:  # reads as before, counted
+        views.append(job_id)
+        return await view_owned(db, account_id, job_id)
 
     holders = 20
     with service.client(key) as client:
         job = create(client, "[sleep 2] watched")
         wait_until(lambda: status_of(client, job["id"]) == "processing", 20, "processing")
-    monkeypatch.setattr(driver_reads, "one", counted)
+    monkeypatch.setattr(jobs_service, "view_owned", counted)
     with ThreadPoolExecutor(holders) as pool:
         held = [pool.submit(_held_status, service, key, job["id"]) for _ in range(holders)]
         answers = [future.result(30) for future in held]

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import math
+import os
 import threading
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -11,11 +13,13 @@ from pathlib import Path
 
 import httpx
 import pytest
+import redis
 from limits import parse
+from limits.storage import storage_from_string
 
 from core.accounts import service as accounts
 from core.jobs import service as jobs_service
-from gateway.limits import BucketRate
+from gateway.limits import BucketRate, RedisCounts
 from tests.conftest import COMMON_ENV
 from tests.support.http_jobs import create, status_of, wait_done
 from tests.support.service import Mode, Service, running_service, wait_until
@@ -327,3 +331,51 @@ def test_window_keys_are_limits_own(rate: str) -> None:
     bucket = BucketRate.of(item, "ns-x", "default")
     assert bucket.key("key-1", 42) == item.key_for("ns-x", "default", "key-1", "42")
     assert (bucket.limit, bucket.seconds) == (item.amount, item.get_expiry())
+
+
+# Counts in Redis (distributed mode)
+
+
+@pytest.mark.distributed
+def test_redis_counts_continue_the_counters_limits_kept(redis_url: str) -> None:
+    """Gateways of the last release counted through `limits`' Redis storage: a rolling upgrade
+    must count on in the same counters, with the same expiry."""
+    key = f"test/{os.urandom(6).hex()}/default/1/1/minute"
+    old_release = storage_from_string(redis_url)
+    assert old_release.incr(key, 60) == 1
+    counts = RedisCounts(redis_url)
+    assert counts.incr(key, 60) == 2
+
+    async def in_loop() -> int:
+        return await counts.incr_in_loop(key, 60)
+
+    assert asyncio.run(in_loop()) == 3
+    assert old_release.get(key) == 3
+    assert 0 < redis.Redis.from_url(redis_url).ttl(f"LIMITS:{key}") <= 60
+
+
+@pytest.mark.distributed
+def test_concurrent_counts_are_exact_and_share_one_round_trip(redis_url: str) -> None:
+    client = redis.Redis.from_url(redis_url)
+    key = f"test/{os.urandom(6).hex()}/default/1/1/minute"
+    other = f"test/{os.urandom(6).hex()}/default/2/1/minute"
+    counts = RedisCounts(redis_url)
+
+    def scripts_run() -> int:
+        return int(client.info("commandstats").get("cmdstat_evalsha", {}).get("calls", 0))
+
+    async def hits() -> tuple[list[int], list[int], int]:
+        await counts.incr_in_loop(other, 60)  # the loop's client connected, its script loaded
+        before = scripts_run()
+        answers = await asyncio.gather(
+            *(counts.incr_in_loop(key if index % 4 else other, 60) for index in range(200))
+        )
+        mine = [count for index, count in enumerate(answers) if index % 4]
+        theirs = [count for index, count in enumerate(answers) if not index % 4]
+        return mine, theirs, scripts_run() - before
+
+    mine, theirs, scripts = asyncio.run(hits())
+    assert sorted(mine) == list(range(1, 151))
+    assert sorted(theirs) == list(range(2, 52))
+    assert scripts == 1, f"200 counts of one pass ran the script {scripts} times"
+    assert 0 < client.ttl(f"LIMITS:{key}") <= 60

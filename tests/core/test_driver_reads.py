@@ -1,5 +1,6 @@
 """The job poll's driver read gives exactly what SQLAlchemy's execution of the same statement
-gives, on SQLite and on PostgreSQL: values, types and time zones, a missing row as None."""
+gives, on SQLite and on PostgreSQL: values, types and time zones, a missing row (or another
+account's) as None; on PostgreSQL the polls of one pass of the event loop are one statement."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from core.accounts import service as accounts
 from core.db import DATABASE_UNAVAILABLE, Database
 from core.driver_reads import READ_TIMEOUT_SECONDS
 from core.ids import new_id
+from core.jobs import service as jobs_service
 from core.jobs.repository import JOB_VIEW_BY_ID
 from core.services import Services
 from core.settings import Settings
@@ -68,9 +70,7 @@ def test_a_driver_read_equals_sqlalchemys_row(
             )
 
     async def read(job_id: str, account_id: str) -> object:
-        return await db.driver_reads.one(
-            JOB_VIEW_BY_ID, {"job_id": job_id, "account_id": account_id}
-        )
+        return await jobs_service.view_owned(db, account_id, job_id)
 
     async def reads() -> list[object]:
         try:
@@ -108,17 +108,17 @@ def test_a_read_the_server_never_answers_fails_as_unavailable_and_the_next_one_r
         services = Services.from_settings(Settings(data_dir=tmp_path, database_url=proxied))
         services.prepare()
         db = services.db
-        values = {"job_id": new_id(), "account_id": new_id()}
+        job_id, account_id = new_id(), new_id()
 
         async def reads() -> float:
             try:
-                assert await db.driver_reads.one(JOB_VIEW_BY_ID, values) is None
+                assert await jobs_service.view_owned(db, account_id, job_id) is None
                 proxy.silence_on(b"SELECT jobs.id")
                 started = time.monotonic()
                 with pytest.raises(DATABASE_UNAVAILABLE):
-                    await db.driver_reads.one(JOB_VIEW_BY_ID, values)
+                    await jobs_service.view_owned(db, account_id, job_id)
                 waited = time.monotonic() - started
-                assert await db.driver_reads.one(JOB_VIEW_BY_ID, values) is None
+                assert await jobs_service.view_owned(db, account_id, job_id) is None
                 return waited
             finally:
                 await db.driver_reads.close()
@@ -127,4 +127,57 @@ def test_a_read_the_server_never_answers_fails_as_unavailable_and_the_next_one_r
         assert proxy.tripped.is_set()
         # Plus up to psycopg's 5 s for the cancel request it sends when a query is interrupted.
         assert READ_TIMEOUT_SECONDS <= waited < READ_TIMEOUT_SECONDS + 8
+        db.dispose()
+
+
+@pytest.mark.distributed
+def test_polls_of_one_pass_are_one_statement_each_seeing_only_its_accounts_jobs(
+    postgres_database: str, tmp_path: Path
+) -> None:
+    target = urlsplit(postgres_database)
+    with tcp_proxy(target.hostname or "127.0.0.1", target.port or 5432) as proxy:
+        proxied = urlunsplit(target._replace(netloc=f"{target.username}@127.0.0.1:{proxy.port}"))
+        services = Services.from_settings(Settings(data_dir=tmp_path, database_url=proxied))
+        services.prepare()
+        db = services.db
+        owners = [
+            accounts.create_account(db, f"{new_id()}@batch.test", "pro", 10).id for _ in range(2)
+        ]
+        jobs = {}
+        with db.write() as session:
+            for index in range(6):
+                job = Job(
+                    account_id=owners[index % 2],
+                    type="image.generate",
+                    operation="generate",
+                    queue="image",
+                    inputs={},
+                )
+                session.add(job)
+                session.flush()
+                jobs[job.id] = job.account_id
+        missing = new_id()
+        # Each job asked for by its owner and by the other account, twice; and one missing.
+        polls = [(owner, job_id) for job_id in jobs for owner in owners for _ in range(2)] + [
+            (owners[0], missing)
+        ]
+
+        async def reads() -> tuple[list[object], int]:
+            try:
+                await jobs_service.view_owned(db, owners[0], missing)  # connected, prepared
+                sends = proxy.client_sends
+                answers = await asyncio.gather(
+                    *(jobs_service.view_owned(db, owner, job_id) for owner, job_id in polls)
+                )
+                return list(answers), proxy.client_sends - sends
+            finally:
+                await db.driver_reads.close()
+
+        answers, sends = asyncio.run(reads())
+        assert sends == 1, f"{len(polls)} polls of one pass took {sends} round trips"
+        for (owner, job_id), answer in zip(polls, answers, strict=True):
+            if jobs.get(job_id) == owner:
+                assert answer is not None and answer.id == job_id  # type: ignore[attr-defined]
+            else:
+                assert answer is None, (owner, job_id)
         db.dispose()

@@ -24,7 +24,8 @@ class TcpProxy:
     vanishes); `drop_on(marker)` drops every connection then but lets new ones through (a
     blink: a failover, a reset connection); `silence_on(marker)` swallows those bytes and all
     the client sends after them on that connection, which stays open (a server gone silent:
-    a half-open connection, no FIN, no answer)."""
+    a half-open connection, no FIN, no answer). `client_sends` counts the clients' writes that
+    reached it (a query's round trip is one)."""
 
     def __init__(self, target_host: str, target_port: int) -> None:
         self.target = (target_host, target_port)
@@ -41,6 +42,7 @@ class TcpProxy:
         self._refuse_after_marker = True
         self._silence_after_marker = False
         self.tripped = threading.Event()
+        self.client_sends = 0
         threading.Thread(target=self._accept, daemon=True).start()
 
     def cut(self, refuse: bool = True) -> None:
@@ -106,6 +108,9 @@ class TcpProxy:
                 data = source.recv(65536)
                 if not data:
                     break
+                if from_client:
+                    with self._lock:
+                        self.client_sends += 1
                 marker = self._marker
                 if from_client and marker is not None and marker in data:
                     self._marker = None
