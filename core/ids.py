@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import threading
 import time
 import uuid
@@ -40,8 +41,14 @@ def new_id() -> str:
     return str(uuid7())
 
 
+# A UUID string as `str(UUID)` writes it, as clients send back the ids they were given.
+CANONICAL_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+
+
 def parse_uuid(value: str) -> str | None:
     """The canonical form of a UUID string, or None when it is not one."""
+    if isinstance(value, str) and CANONICAL_UUID.fullmatch(value):
+        return value  # already canonical (what every job read's path carries): no UUID built
     try:
         return str(uuid.UUID(value))
     except (ValueError, AttributeError, TypeError):

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta, timezone
+from pathlib import Path
 
 import pytest
 from fastapi.testclient import TestClient
 
 from core.clock import isoformat_ms
+from core.events import CredentialsMarker, JobEvents
 from core.ids import parse_uuid, uuid7
 from core.pagination import BadCursor, decode_cursor, encode_cursor
 from gateway.errors import field_path
@@ -26,6 +28,12 @@ def test_parse_uuid() -> None:
     )
     assert parse_uuid("nope") is None
     assert parse_uuid("") is None
+    canonical = "0190b5d2-3f1e-7c1a-8b2a-9d0e1f2a3b4c"
+    assert parse_uuid(canonical) == canonical
+    assert parse_uuid("{" + canonical + "}") == canonical
+    assert parse_uuid(canonical.replace("-", "")) == canonical
+    assert parse_uuid(canonical + "0") is None
+    assert parse_uuid(None) is None  # type: ignore[arg-type]
 
 
 def test_cursor_round_trip_and_garbage() -> None:
@@ -41,6 +49,26 @@ def test_iso_milliseconds() -> None:
     assert isoformat_ms(datetime(2026, 11, 22, 10, 4, 5, 123456, tzinfo=UTC)) == (
         "2026-11-22T10:04:05.123Z"
     )
+    assert isoformat_ms(datetime(2026, 11, 22, 10, 4, 5)) == "2026-11-22T10:04:05.000Z"  # naive
+    east = timezone(timedelta(hours=2))
+    assert isoformat_ms(datetime(2026, 11, 22, 1, 4, 5, 999999, tzinfo=east)) == (
+        "2026-11-21T23:04:05.999Z"
+    )
+
+
+def test_credential_events_reach_other_mappings_of_the_marker(tmp_path: Path) -> None:
+    """Processes of an embedded deployment share the marker's bytes (a shared mapping); one
+    left empty by an earlier release is grown to size, and a change shows at the next read."""
+    marker = tmp_path / "sfumato.db-credentials"
+    marker.write_bytes(b"")
+    gateway, cli = JobEvents(marker), JobEvents(marker)
+    told: list[str] = []
+    gateway.on_credentials_changed(lambda: told.append("changed"))
+    assert marker.stat().st_size == CredentialsMarker.SIZE
+    assert gateway.receives_every_change() and told == []
+    cli.publish_credentials_changed()
+    assert gateway.receives_every_change() and told == ["changed"]
+    assert gateway.receives_every_change() and told == ["changed"], "told once per change"
 
 
 def test_field_paths() -> None:
