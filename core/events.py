@@ -17,6 +17,7 @@ import logging
 import mmap
 import os
 import threading
+import time
 from collections import defaultdict
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
@@ -303,24 +304,61 @@ class CredentialsMarker:
     bytes other than those it saw last takes that as the event. Every request reads it, so the
     read is a memory read, not a system call (a `stat` per request cost 5-8 us here); writes
     through a shared mapping reach every other mapping of the file at once (one page cache).
-    A marker left by an earlier release (an empty file) is grown to size."""
+
+    The file's identity is checked at most once a `CHECK_SECONDS`: a marker replaced (an earlier
+    release's CLI renamed a new one into place) or removed is mapped afresh, which counts as a
+    change. A marker left by an earlier release (an empty file) is grown to size, and each
+    change also touches the file's times, which is what an earlier release's gateway watches.
+    A process that may not write the file maps it read-only (it cannot publish changes).
+    """
 
     SIZE = 16
+    CHECK_SECONDS = 1.0
 
     def __init__(self, path: Path) -> None:
-        descriptor = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-        try:
-            if os.fstat(descriptor).st_size < self.SIZE:
-                os.ftruncate(descriptor, self.SIZE)  # growing only: a writer's bytes stay
-            self._mapping = mmap.mmap(descriptor, self.SIZE)
-        finally:
-            os.close(descriptor)
+        self.path = path
+        self._next_check = 0.0
+        self._identity, self._mapping = self._map()
 
-    def read(self) -> bytes:
-        return self._mapping[: self.SIZE]
+    def read(self) -> tuple[tuple[int, int], bytes]:
+        """The file's identity and its bytes: another value than the last means a change."""
+        now = time.monotonic()
+        if now >= self._next_check:
+            self._next_check = now + self.CHECK_SECONDS
+            self._map_again_if_replaced()
+        return self._identity, self._mapping[: self.SIZE]
 
     def change(self) -> None:
+        self._map_again_if_replaced()
         self._mapping[: self.SIZE] = os.urandom(self.SIZE)
+        os.utime(self.path)
+
+    def _map_again_if_replaced(self) -> None:
+        try:
+            status = os.stat(self.path)
+            identity: tuple[int, int] | None = (status.st_dev, status.st_ino)
+        except FileNotFoundError:
+            identity = None
+        if identity != self._identity:
+            self._identity, self._mapping = self._map()
+
+    def _map(self) -> tuple[tuple[int, int], mmap.mmap]:
+        try:
+            # Readable and writable by the deployment's processes as the umask allows.
+            descriptor = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o666)
+            access = mmap.ACCESS_WRITE
+        except PermissionError:
+            descriptor = os.open(self.path, os.O_RDONLY)
+            access = mmap.ACCESS_READ
+        try:
+            status = os.fstat(descriptor)
+            if status.st_size < self.SIZE:
+                if access == mmap.ACCESS_READ:
+                    raise PermissionError(f"{self.path} must be writable (it is not yet in use)")
+                os.ftruncate(descriptor, self.SIZE)  # growing only: a writer's bytes stay
+            return (status.st_dev, status.st_ino), mmap.mmap(descriptor, self.SIZE, access=access)
+        finally:
+            os.close(descriptor)
 
 
 def job_events_for(

@@ -6,10 +6,12 @@ import asyncio
 import math
 import os
 import threading
+import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
 
 import httpx
 import pytest
@@ -19,9 +21,10 @@ from limits.storage import storage_from_string
 
 from core.accounts import service as accounts
 from core.jobs import service as jobs_service
-from gateway.limits import BucketRate, RedisCounts
+from gateway.limits import REDIS_COUNT_TIMEOUT_SECONDS, BucketRate, RedisCounts
 from tests.conftest import COMMON_ENV
 from tests.support.http_jobs import create, status_of, wait_done
+from tests.support.outages import tcp_proxy
 from tests.support.service import Mode, Service, running_service, wait_until
 
 GENERATE = {"prompt": "[sleep 0] limits"}
@@ -379,3 +382,30 @@ def test_concurrent_counts_are_exact_and_share_one_round_trip(redis_url: str) ->
     assert sorted(theirs) == list(range(2, 52))
     assert scripts == 1, f"200 counts of one pass ran the script {scripts} times"
     assert 0 < client.ttl(f"LIMITS:{key}") <= 60
+
+
+@pytest.mark.distributed
+def test_a_count_redis_never_answers_fails_in_time_and_the_next_one_counts(
+    redis_url: str,
+) -> None:
+    """A Redis that keeps the connection but stops answering holds a request's count for
+    `REDIS_COUNT_TIMEOUT_SECONDS` at most, then fails as Redis being unavailable (the middleware
+    lets the request through uncounted); the next count goes through on a new connection."""
+    target = urlsplit(redis_url)
+    key = f"test/{os.urandom(6).hex()}/default/1/1/minute"
+    with tcp_proxy(target.hostname or "127.0.0.1", target.port or 6379) as proxy:
+        counts = RedisCounts(urlunsplit(target._replace(netloc=f"127.0.0.1:{proxy.port}")))
+
+        async def hits() -> tuple[float, int]:
+            assert await counts.incr_in_loop(key, 60) == 1
+            proxy.silence_on(b"EVALSHA")
+            started = time.monotonic()
+            with pytest.raises(redis.RedisError):
+                await counts.incr_in_loop(key, 60)
+            waited = time.monotonic() - started
+            return waited, await counts.incr_in_loop(key, 60)
+
+        waited, next_count = asyncio.run(hits())
+    assert proxy.tripped.is_set()
+    assert REDIS_COUNT_TIMEOUT_SECONDS <= waited < REDIS_COUNT_TIMEOUT_SECONDS + 2
+    assert next_count == 2, "the unanswered count never reached Redis"

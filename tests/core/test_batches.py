@@ -185,3 +185,53 @@ def test_calls_waiting_for_a_slot_past_their_deadline_time_out_unrun() -> None:
     assert [type(error) for error in failed] == [TimeoutError, TimeoutError]
     assert answered == 3
     assert runs == [[1], [3]], "the call that timed out waiting was never run"
+
+
+def test_every_call_fails_by_its_own_deadline_however_many_wait() -> None:
+    """Calls past `max_items`, waiting behind a batch the server never answers, each fail at
+    their own deadline, not one batch's deadline after another."""
+
+    async def unanswered(items: list[int]) -> list[int]:
+        await asyncio.Event().wait()
+        return items
+
+    batches = LoopBatches(unanswered, slots=1, within=0.1, max_items=2)
+
+    async def calls() -> tuple[list[object], float]:
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        failed = await asyncio.gather(*(batches(item) for item in range(7)), return_exceptions=True)
+        return failed, loop.time() - started
+
+    failed, waited = asyncio.run(calls())
+    assert [type(error) for error in failed] == [TimeoutError] * 7
+    assert waited < 0.25, f"7 calls of one pass failed after {waited:.2f} s"
+
+
+def test_each_caller_gets_an_error_of_its_own() -> None:
+    async def failing(items: list[int]) -> list[int]:
+        raise ConnectionError("the server went away")
+
+    batches = LoopBatches(failing, slots=1, within=5)
+
+    async def calls() -> list[BaseException]:
+        return await asyncio.gather(batches(1), batches(2), return_exceptions=True)
+
+    first, second = asyncio.run(calls())
+    assert isinstance(first, ConnectionError) and isinstance(second, ConnectionError)
+    assert first is not second and first.args == second.args
+
+
+def test_calls_still_waiting_when_the_loop_closes_are_cancelled() -> None:
+    gate = asyncio.Event()
+    batches = LoopBatches(Recorder(gate).run, slots=1, within=5)
+
+    async def leave_them() -> list[asyncio.Future[int]]:
+        running = batches(1)
+        await asyncio.sleep(0.01)
+        waiting = batches(2)  # for the first's slot
+        await asyncio.sleep(0.01)
+        return [running, waiting]
+
+    left = asyncio.run(leave_them())
+    assert all(answer.cancelled() for answer in left)

@@ -13,6 +13,7 @@ from urllib.parse import urlsplit, urlunsplit
 import pytest
 
 from core.accounts import service as accounts
+from core.clock import utcnow
 from core.db import DATABASE_UNAVAILABLE, Database
 from core.driver_reads import READ_TIMEOUT_SECONDS
 from core.ids import new_id
@@ -156,10 +157,22 @@ def test_polls_of_one_pass_are_one_statement_each_seeing_only_its_accounts_jobs(
                 session.add(job)
                 session.flush()
                 jobs[job.id] = job.account_id
+            deleted = Job(
+                account_id=owners[0],
+                type="image.generate",
+                operation="generate",
+                queue="image",
+                inputs={},
+                deleted_at=utcnow(),
+            )
+            session.add(deleted)
+            session.flush()
         missing = new_id()
-        # Each job asked for by its owner and by the other account, twice; and one missing.
+        # Each job asked for by its owner and by the other account, twice; one missing, and
+        # one deleted asked for by its owner.
         polls = [(owner, job_id) for job_id in jobs for owner in owners for _ in range(2)] + [
-            (owners[0], missing)
+            (owners[0], missing),
+            (owners[0], deleted.id),
         ]
 
         async def reads() -> tuple[list[object], int]:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import time
 from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 
@@ -56,9 +58,14 @@ def test_iso_milliseconds() -> None:
     )
 
 
-def test_credential_events_reach_other_mappings_of_the_marker(tmp_path: Path) -> None:
+def test_credential_events_reach_other_mappings_of_the_marker(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Processes of an embedded deployment share the marker's bytes (a shared mapping); one
-    left empty by an earlier release is grown to size, and a change shows at the next read."""
+    left empty by an earlier release is grown to size, a change shows at the next read and
+    touches the file (what an earlier release's gateway watches), and a marker replaced or
+    removed is mapped afresh, as a change."""
+    monkeypatch.setattr(CredentialsMarker, "CHECK_SECONDS", 0.0)
     marker = tmp_path / "sfumato.db-credentials"
     marker.write_bytes(b"")
     gateway, cli = JobEvents(marker), JobEvents(marker)
@@ -66,9 +73,21 @@ def test_credential_events_reach_other_mappings_of_the_marker(tmp_path: Path) ->
     gateway.on_credentials_changed(lambda: told.append("changed"))
     assert marker.stat().st_size == CredentialsMarker.SIZE
     assert gateway.receives_every_change() and told == []
+    touched = marker.stat().st_mtime_ns
+    time.sleep(0.01)
     cli.publish_credentials_changed()
+    assert marker.stat().st_mtime_ns > touched
     assert gateway.receives_every_change() and told == ["changed"]
     assert gateway.receives_every_change() and told == ["changed"], "told once per change"
+    replacement = tmp_path / "replacement"
+    replacement.write_bytes(b"")
+    os.replace(replacement, marker)  # as an earlier release's CLI published a change
+    assert gateway.receives_every_change() and told == ["changed"] * 2
+    cli.publish_credentials_changed()  # into the file there now, not the one it had mapped
+    assert gateway.receives_every_change() and told == ["changed"] * 3
+    marker.unlink()
+    assert gateway.receives_every_change() and told == ["changed"] * 4
+    assert marker.stat().st_size == CredentialsMarker.SIZE
 
 
 def test_field_paths() -> None:
