@@ -14,3 +14,8 @@ class UrlSigner:
 
     def url(self, key: str) -> str:
         return self.storage.url_for(key, base_url=self.base_url, expires_in=self.expires_in)
+
+    def validity(self) -> tuple[int, object]:
+        """What the URLs it gives now depend on besides their keys and its address (an answer
+        naming them may be kept while this stays the same)."""
+        return self.storage.url_validity(self.expires_in)

@@ -48,8 +48,8 @@ class Storage(ABC):
         """An absolute URL a browser can GET without an API key, valid for `expires_in` s at
         least (to the next hour). Signed once per object, address and hour, then reused: a job
         polled every second names the same files in every answer."""
-        expires = rounded_expiry(expires_in)
-        reused = (key, base_url, expires, self._signing_identity())
+        expires, identity = self.url_validity(expires_in)
+        reused = (key, base_url, expires, identity)
         url = self._urls.get(reused)
         if url is None:
             url = self._signed_url(key, base_url, expires)
@@ -58,6 +58,11 @@ class Storage(ABC):
                 if len(self._urls) > REUSED_URLS:
                     self._urls.popitem(last=False)
         return url
+
+    def url_validity(self, expires_in: int) -> tuple[int, object]:
+        """What a download URL asked for now depends on besides its key and address: its expiry
+        (rounded, `rounded_expiry`) and the credentials it is signed with."""
+        return rounded_expiry(expires_in), self._signing_identity()
 
     def _signing_identity(self) -> object:
         """What a reused URL must have been signed with besides its expiry: a URL signed with

@@ -18,7 +18,8 @@ from core.db import Database
 from core.events import JobEvents, JobWatch, begun_after_wakes
 from core.jobs import service as jobs_service
 from core.jobs.contract import TERMINAL
-from gateway.jobs.presenter import JobLike
+from gateway.jobs.presenter import JobAnswers, JobLike
+from gateway.signing import UrlSigner
 
 
 class JobReads:
@@ -28,6 +29,14 @@ class JobReads:
         self.wait_seconds = wait_seconds
         # Per (account, job): the latest read begun for woken long-polls, with its ordinal.
         self._rereads: dict[tuple[str, str], tuple[int, asyncio.Future[Any]]] = {}
+        self._answers = JobAnswers()
+
+    async def answer(
+        self, account_id: str, job_id: str, types: Sequence[str], wait: bool, signer: UrlSigner
+    ) -> bytes | None:
+        """The body of `read`'s answer, `{"data": job}` (None: no such job)."""
+        job = await self.read(account_id, job_id, types, wait)
+        return None if job is None else self._answers.body(job, signer)
 
     async def read(
         self, account_id: str, job_id: str, types: Sequence[str], wait: bool

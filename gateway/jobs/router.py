@@ -38,7 +38,7 @@ from gateway.jobs.events import JobEventStream, is_repeat_of_terminal
 from gateway.jobs.presenter import JobPresenter
 from gateway.jobs.reads import JobReads
 from gateway.paths import JobId
-from gateway.responses import JsonResponse
+from gateway.responses import RenderedJsonResponse
 from gateway.signing import UrlSigner
 
 router = APIRouter(route_class=ContractRoute, responses=ERROR_RESPONSES)
@@ -150,11 +150,11 @@ async def _answer(
     job_id: str,
     types: Sequence[str],
     wait: str | None,
-) -> JsonResponse:
-    job = await reads.read(caller.account_id, job_id, types, wait == "true")
-    if job is None:
+) -> RenderedJsonResponse:
+    body = await reads.answer(caller.account_id, job_id, types, wait == "true", signer)
+    if body is None:
         raise NotFound("Job")
-    return JsonResponse({"data": JobPresenter(signer).job(job)})
+    return RenderedJsonResponse(body)
 
 
 @job_read("/jobs/{id}", "Get any job")

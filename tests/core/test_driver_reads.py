@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
@@ -22,7 +24,7 @@ from core.jobs.repository import JOB_VIEW_BY_ID
 from core.services import Services
 from core.settings import Settings
 from core.tables import Job
-from tests.support.outages import tcp_proxy
+from tests.support.outages import TcpProxy, tcp_proxy
 
 
 def _database(kind: str, tmp_path: Path, request: pytest.FixtureRequest) -> Database:
@@ -96,6 +98,17 @@ def test_a_driver_read_equals_sqlalchemys_row(
     db.dispose()
 
 
+@contextmanager
+def proxied_database(postgres_database: str, tmp_path: Path) -> Iterator[tuple[TcpProxy, Database]]:
+    """The test database, prepared, reached through a proxy the test can silence or watch."""
+    target = urlsplit(postgres_database)
+    with tcp_proxy(target.hostname or "127.0.0.1", target.port or 5432) as proxy:
+        proxied = urlunsplit(target._replace(netloc=f"{target.username}@127.0.0.1:{proxy.port}"))
+        services = Services.from_settings(Settings(data_dir=tmp_path, database_url=proxied))
+        services.prepare()
+        yield proxy, services.db
+
+
 @pytest.mark.distributed
 def test_a_read_the_server_never_answers_fails_as_unavailable_and_the_next_one_reads(
     postgres_database: str, tmp_path: Path
@@ -103,12 +116,7 @@ def test_a_read_the_server_never_answers_fails_as_unavailable_and_the_next_one_r
     """A half-open connection (no FIN, no answer) fails the read after `READ_TIMEOUT_SECONDS`
     with an error the gateway answers 503, instead of holding the request; the connection is
     dropped and the next read connects afresh."""
-    target = urlsplit(postgres_database)
-    with tcp_proxy(target.hostname or "127.0.0.1", target.port or 5432) as proxy:
-        proxied = urlunsplit(target._replace(netloc=f"{target.username}@127.0.0.1:{proxy.port}"))
-        services = Services.from_settings(Settings(data_dir=tmp_path, database_url=proxied))
-        services.prepare()
-        db = services.db
+    with proxied_database(postgres_database, tmp_path) as (proxy, db):
         job_id, account_id = new_id(), new_id()
 
         async def reads() -> float:
@@ -135,12 +143,7 @@ def test_a_read_the_server_never_answers_fails_as_unavailable_and_the_next_one_r
 def test_polls_of_one_pass_are_one_statement_each_seeing_only_its_accounts_jobs(
     postgres_database: str, tmp_path: Path
 ) -> None:
-    target = urlsplit(postgres_database)
-    with tcp_proxy(target.hostname or "127.0.0.1", target.port or 5432) as proxy:
-        proxied = urlunsplit(target._replace(netloc=f"{target.username}@127.0.0.1:{proxy.port}"))
-        services = Services.from_settings(Settings(data_dir=tmp_path, database_url=proxied))
-        services.prepare()
-        db = services.db
+    with proxied_database(postgres_database, tmp_path) as (proxy, db):
         owners = [
             accounts.create_account(db, f"{new_id()}@batch.test", "pro", 10).id for _ in range(2)
         ]
