@@ -122,9 +122,11 @@ class JobEvents:
     def publish_credentials_changed(self) -> None:
         """A key or an account changed (after its commit): every process drops what it cached
         of callers. Callable from any thread."""
-        if self._credentials_marker is not None:
-            self._credentials_marker.change()
-        self._credentials_changed()
+        try:
+            if self._credentials_marker is not None:
+                self._credentials_marker.change()
+        finally:
+            self._credentials_changed()  # this process's own cache, whatever the marker said
 
     def on_credentials_changed(self, listener: Callable[[], None]) -> None:
         """`listener` is called (from any thread) on every credential event, and whenever
@@ -318,18 +320,32 @@ class CredentialsMarker:
     def __init__(self, path: Path) -> None:
         self.path = path
         self._next_check = 0.0
-        self._identity, self._mapping = self._map()
+        self._identity: tuple[int, int] | None = None
+        self._mapping: mmap.mmap | None = None
+        self._writable = False
+        # While the file cannot be mapped, every read differs from the last: each one is taken
+        # as a change, so nothing cached about callers is trusted.
+        self._unmapped_reads = 0
+        self._map()
 
-    def read(self) -> tuple[tuple[int, int], bytes]:
+    def read(self) -> tuple[object, bytes]:
         """The file's identity and its bytes: another value than the last means a change."""
         now = time.monotonic()
         if now >= self._next_check:
             self._next_check = now + self.CHECK_SECONDS
             self._map_again_if_replaced()
+        if self._mapping is None:
+            self._unmapped_reads += 1
+            return None, self._unmapped_reads.to_bytes(8, "little")
         return self._identity, self._mapping[: self.SIZE]
 
     def change(self) -> None:
         self._map_again_if_replaced()
+        if self._mapping is None or not self._writable:
+            raise PermissionError(
+                f"{self.path} cannot be written: the deployment's other processes are not told "
+                "of this change (make it writable by every process of the deployment)"
+            )
         self._mapping[: self.SIZE] = os.urandom(self.SIZE)
         os.utime(self.path)
 
@@ -337,12 +353,20 @@ class CredentialsMarker:
         try:
             status = os.stat(self.path)
             identity: tuple[int, int] | None = (status.st_dev, status.st_ino)
-        except FileNotFoundError:
+        except OSError:
             identity = None
-        if identity != self._identity:
-            self._identity, self._mapping = self._map()
+        if identity != self._identity or self._mapping is None:
+            self._map()
 
-    def _map(self) -> tuple[tuple[int, int], mmap.mmap]:
+    def _map(self) -> None:
+        try:
+            self._identity, self._mapping, self._writable = self._mapped()
+        except OSError as error:
+            if self._mapping is not None or self._unmapped_reads == 0:
+                log.warning("credentials marker unusable, callers not cached: %s", error)
+            self._identity, self._mapping, self._writable = None, None, False
+
+    def _mapped(self) -> tuple[tuple[int, int], mmap.mmap, bool]:
         try:
             # Readable and writable by the deployment's processes as the umask allows.
             descriptor = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o666)
@@ -356,7 +380,8 @@ class CredentialsMarker:
                 if access == mmap.ACCESS_READ:
                     raise PermissionError(f"{self.path} must be writable (it is not yet in use)")
                 os.ftruncate(descriptor, self.SIZE)  # growing only: a writer's bytes stay
-            return (status.st_dev, status.st_ino), mmap.mmap(descriptor, self.SIZE, access=access)
+            mapping = mmap.mmap(descriptor, self.SIZE, access=access)
+            return (status.st_dev, status.st_ino), mapping, access == mmap.ACCESS_WRITE
         finally:
             os.close(descriptor)
 

@@ -90,6 +90,34 @@ def test_credential_events_reach_other_mappings_of_the_marker(
     assert marker.stat().st_size == CredentialsMarker.SIZE
 
 
+def test_a_marker_that_cannot_be_mapped_leaves_no_caller_trusted(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Removed where this process may not create it again: every read counts as a change (no
+    cached caller is used), a change made here says the others were not told and still drops
+    this process's own cache, and once the marker can be mapped again all is as before."""
+    monkeypatch.setattr(CredentialsMarker, "CHECK_SECONDS", 0.0)
+    marker = tmp_path / "sfumato.db-credentials"
+    gateway = JobEvents(marker)
+    told: list[str] = []
+    gateway.on_credentials_changed(lambda: told.append("changed"))
+    mapped = CredentialsMarker._mapped
+
+    def unusable(self: CredentialsMarker) -> object:
+        raise PermissionError("a read-only directory")
+
+    monkeypatch.setattr(CredentialsMarker, "_mapped", unusable)
+    marker.unlink()
+    assert gateway.receives_every_change() and gateway.receives_every_change()
+    assert told == ["changed"] * 2
+    with pytest.raises(PermissionError, match="not told"):
+        gateway.publish_credentials_changed()
+    assert len(told) == 3, "its own cache dropped all the same"
+    monkeypatch.setattr(CredentialsMarker, "_mapped", mapped)
+    assert gateway.receives_every_change() and len(told) == 4  # mapped afresh: a change
+    assert gateway.receives_every_change() and len(told) == 4
+
+
 def test_field_paths() -> None:
     assert field_path(("body", "references", 2)) == "references[2]"
     assert field_path(("query", "limit")) == "limit"
