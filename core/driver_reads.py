@@ -37,8 +37,8 @@ from sqlalchemy import Engine, Select
 from core.batches import LoopBatches
 from core.tables import load_json
 
-# Per event loop: enough for a gateway's concurrent polls (a read holds one for a round trip),
-# few enough beside the engine's pool under PostgreSQL's default 100 connections.
+# Per event loop: enough for a gateway's concurrent polls (a batch of them holds one for a round
+# trip), few enough beside the engine's pool under PostgreSQL's default 100 connections.
 ASYNC_CONNECTIONS = 8
 # A read waiting longer (for a connection slot, a connect, the answer) fails as the database
 # being unavailable (a 503), instead of hanging the request on a server that went silent.
@@ -95,7 +95,9 @@ class PreparedSelect:
 
 class _LoopConnections:
     """psycopg's asyncio connections of one event loop. A connection that saw any error is
-    closed, never reused: its state is unknown (and a dropped one must be replaced)."""
+    closed, never reused: its state is unknown (and a dropped one must be replaced). How many
+    are in use at once is bounded by their one user, `DriverReads.by_key`: `ASYNC_CONNECTIONS`
+    batches in flight per statement and loop (one statement, the job poll's, today)."""
 
     def __init__(
         self, conninfo: str, connect_args: Mapping[str, Any], recycle_seconds: float
@@ -105,25 +107,23 @@ class _LoopConnections:
         self.recycle_seconds = recycle_seconds
         # Idle connections with when they were opened (the loop's clock).
         self.idle: list[tuple[psycopg.AsyncConnection[Any], float]] = []
-        self.slots = asyncio.Semaphore(ASYNC_CONNECTIONS)
 
     @asynccontextmanager
     async def connection(self) -> AsyncIterator[psycopg.AsyncConnection[Any]]:
-        async with self.slots:
-            idle = await self._idle_connection()
-            connection, opened_at = idle or (await self._connect(), _now())
-            try:
-                yield connection
-            except BaseException as error:
-                # close() only finishes the socket: it cannot be interrupted by a cancellation.
-                await connection.close()
-                if isinstance(error, psycopg.OperationalError):
-                    # The server went away: the idle ones were dropped too (as SQLAlchemy's
-                    # pool invalidates itself), or each would fail one request after it is back.
-                    await self.close()
-                raise
-            if not connection.closed:
-                self.idle.append((connection, opened_at))
+        idle = await self._idle_connection()
+        connection, opened_at = idle or (await self._connect(), _now())
+        try:
+            yield connection
+        except BaseException as error:
+            # close() only finishes the socket: it cannot be interrupted by a cancellation.
+            await connection.close()
+            if isinstance(error, psycopg.OperationalError):
+                # The server went away: the idle ones were dropped too (as SQLAlchemy's pool
+                # invalidates itself), or each would fail one request after it is back.
+                await self.close()
+            raise
+        if not connection.closed:
+            self.idle.append((connection, opened_at))
 
     async def _idle_connection(self) -> tuple[psycopg.AsyncConnection[Any], float] | None:
         """An idle connection the server has not closed, younger than the engine's recycling
@@ -159,7 +159,6 @@ class DriverReads:
         self, engine: Engine, connect_args: Mapping[str, Any], recycle_seconds: float
     ) -> None:
         self.engine = engine
-        self.is_sqlite = engine.dialect.name == "sqlite"
         self.connect_args = connect_args
         self.recycle_seconds = recycle_seconds
         self._prepared: dict[Select[Any], PreparedSelect] = {}
