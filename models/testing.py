@@ -10,6 +10,10 @@ nothing is downloaded. The pictures are noise; the code path is the real one.
     ip-adapter/  an IP-Adapter for sd15 (`ip_adapter = { folder = "ip-adapter", ... }`)
     pix2pix/     StableDiffusionInstructPix2PixPipeline (edit: an 8-channel UNet)
     upscaler/    StableDiffusionUpscalePipeline (upscale: a 7-channel UNet, x4 VAE)
+
+`build_turbo_sized(folder)` saves SD-Turbo's architecture at full size with random weights, laid
+out and registered as `sfumato models pull sd-turbo` would: for timing a GPU where the real
+weights cannot be fetched (the work per step is the real model's; the pictures are noise).
 """
 
 from __future__ import annotations
@@ -42,7 +46,7 @@ def _byte_characters() -> list[str]:
     return [chr(code) for code in characters]
 
 
-def write_tokenizer(folder: Path) -> None:
+def write_tokenizer(folder: Path, max_length: int = 32) -> None:
     """A CLIP tokenizer whose vocabulary is every byte, alone and word-final, with CLIP's two
     special tokens last (as in the real vocabulary); no merges, so a word is its letters."""
     from transformers import CLIPTokenizer
@@ -52,26 +56,30 @@ def write_tokenizer(folder: Path) -> None:
     tokenizer = CLIPTokenizer(
         vocab={token: index for index, token in enumerate(tokens)},
         merges=[],
-        model_max_length=32,
+        model_max_length=max_length,
     )
     tokenizer.save_pretrained(str(folder))
 
 
-def _text_encoder(with_projection: bool = False) -> Any:
-    """A tiny CLIP text encoder (with its projection: SDXL's second encoder)."""
+def _text_encoder(with_projection: bool = False, **sizes: Any) -> Any:
+    """A tiny CLIP text encoder (with its projection: SDXL's second encoder); `sizes` override
+    the tiny ones (a full-size tower)."""
     from transformers import CLIPTextConfig, CLIPTextModel, CLIPTextModelWithProjection
 
     config = CLIPTextConfig(
         bos_token_id=BOS_ID,
         eos_token_id=EOS_ID,
         pad_token_id=EOS_ID,
-        hidden_size=TEXT_WIDTH,
-        intermediate_size=37,
-        num_attention_heads=4,
-        num_hidden_layers=2,
-        max_position_embeddings=32,
         vocab_size=VOCAB_SIZE,
-        projection_dim=TEXT_WIDTH,
+        **{
+            "hidden_size": TEXT_WIDTH,
+            "intermediate_size": 37,
+            "num_attention_heads": 4,
+            "num_hidden_layers": 2,
+            "max_position_embeddings": 32,
+            "projection_dim": TEXT_WIDTH,
+            **sizes,
+        },
     )
     return (CLIPTextModelWithProjection if with_projection else CLIPTextModel)(config)
 
@@ -100,6 +108,8 @@ def _vae(
     scaling_factor: float = 0.18215,
     attention: bool = True,
     channels: tuple[int, ...] = (32, 64, 64),
+    layers_per_block: int = 1,
+    sample_size: int = TINY_SIZE * 2,
 ) -> Any:
     from diffusers import AutoencoderKL
 
@@ -111,8 +121,9 @@ def _vae(
         down_block_types=("DownEncoderBlock2D",) * levels,
         up_block_types=("UpDecoderBlock2D",) * levels,
         latent_channels=4,
+        layers_per_block=layers_per_block,
         norm_num_groups=min(32, channels[0]),
-        sample_size=TINY_SIZE * 2,
+        sample_size=sample_size,
         scaling_factor=scaling_factor,
         mid_block_add_attention=attention,
     )
@@ -264,6 +275,58 @@ def build_tiny_models(folder: Path, generate_steps: int = 2) -> Path:
             "low = 2, medium = 2", f"low = {generate_steps}, medium = {generate_steps}"
         )
     )
+    return registry
+
+
+def build_turbo_sized(folder: Path, dtype: str = "float16") -> Path:
+    """SD-Turbo's architecture (SD 2.1's UNet, OpenCLIP ViT-H's text tower, the SD VAE: about
+    1.3 billion parameters) with random weights, saved in fp16 files under `folder`/sd-turbo as
+    the preset's pull lays them out, and registered for generate with the preset's entry
+    (`dtype` as asked); returns the registry file. The tokenizer is the tiny byte one, at CLIP's
+    77 tokens (the vocabulary is the only part smaller than the real model's)."""
+    import dataclasses
+
+    import torch
+    from diffusers import EulerDiscreteScheduler, StableDiffusionPipeline
+    from diffusers import UNet2DConditionModel as UNet
+    from transformers import CLIPTokenizer
+
+    from models.install import register
+    from models.presets import preset_named
+
+    preset = preset_named("sd-turbo")
+    tokenizer_folder = folder / "tokenizer-source"
+    write_tokenizer(tokenizer_folder, max_length=77)
+    torch.manual_seed(0)
+    pipeline: Any = StableDiffusionPipeline(
+        vae=_vae(levels=4, channels=(128, 256, 512, 512), layers_per_block=2, sample_size=512),
+        text_encoder=_text_encoder(
+            hidden_size=1024,
+            intermediate_size=4096,
+            num_attention_heads=16,
+            num_hidden_layers=23,
+            max_position_embeddings=77,
+            hidden_act="gelu",
+            projection_dim=512,
+        ),
+        tokenizer=CLIPTokenizer.from_pretrained(str(tokenizer_folder)),
+        unet=UNet(
+            sample_size=64,
+            cross_attention_dim=1024,
+            attention_head_dim=(5, 10, 20, 20),
+            use_linear_projection=True,
+        ),
+        scheduler=EulerDiscreteScheduler(
+            **SD_SCHEDULE, timestep_spacing="trailing", steps_offset=1
+        ),
+        safety_checker=None,
+        feature_extractor=None,
+        requires_safety_checker=False,
+    )
+    pipeline.to(torch.float16)
+    pipeline.save_pretrained(str(folder / preset.folder), safe_serialization=True, variant="fp16")
+    registry = folder / "models.toml"
+    register(registry, dataclasses.replace(preset, dtype=dtype))
     return registry
 
 
