@@ -6,12 +6,20 @@ from __future__ import annotations
 import io
 import os
 import statistics
-import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 
+from benchmarks.diffusion_batches import (
+    SIZE,
+    TINY_STEPS,
+    NoControl,
+    Timing,
+    generate_job,
+    median_timing,
+    throughput,
+    timed,
+)
 from benchmarks.harness import Options
 from benchmarks.report import Section, Table, ms, verdict
 from core.accounts import service as accounts
@@ -20,25 +28,21 @@ from core.jobs import service as jobs_service
 from core.jobs.contract import GenerateInputs
 from core.services import Services
 from core.settings import Settings
-from pipelines.base import GenerateInput
 from pipelines.diffusion.generate import DiffusionGenerate
 from pipelines.registry import PipelineRegistry
 from workers.runner import JobRunner
 
-BATCH_SIZES = (1, 2, 4)
-STEPS = 20
-SIZE = 1024  # the contract's smallest square (1K); the tiny model paints 64 px and is resized
-PROMPT = "a lighthouse on a cliff at dusk"
 GOAL_OVERHEAD = 0.05
 DIFFUSION_GENERATE = "generate=pipelines.diffusion.generate:DiffusionGenerate"
 METHOD = f"""
 The real `DiffusionGenerate` on the tiny random-weight Stable Diffusion of `models/testing.py`
 (UNet, VAE, CLIP text encoder, DDIM scheduler; built at the start into the run's directory),
-{STEPS} denoising steps at medium quality, 64 px native and resized to {SIZE}x{SIZE}, on the
+{TINY_STEPS} denoising steps at medium quality, 64 px native and resized to {SIZE}x{SIZE}, on the
 device `SFUMATO_MODEL_DEVICE` names (`--device`; default CUDA when there is one, else the CPU,
 where torch runs one thread: other processes share the cores).
 Throughput: `run_batch` with 1, 2 and 4 jobs of one image each (one diffusers call), after a
-warm-up call of that size (CPU kernels are prepared per shape); median of the repetitions.
+warm-up call of that size (CPU kernels are prepared per shape); median of the repetitions
+(`benchmarks/diffusion_batches.py`, which also runs alone, on a GPU machine without the service).
 Worker path: the same job run by `JobRunner.run` in this process (SQLite, local storage,
 the image pool's `batch_window_ms` at its default 25 ms, which a lone job waits for companions):
 claim,
@@ -51,20 +55,6 @@ worst case for PNG. The goal (overhead under {GOAL_OVERHEAD:.0%} of the call) de
 long the call is; on a GPU a real model's call is seconds, these tiny calls are what this
 machine gives, so the absolute overhead is the figure to carry over.
 """
-
-
-class _NoControl:
-    def progress(self, fraction: float, message: str | None = None) -> None:
-        return None
-
-
-@dataclass(frozen=True)
-class Timing:
-    """Wall time, and the CPU time of this whole process (all its threads): other processes on
-    a shared machine stretch the first but hardly the second."""
-
-    wall: float
-    cpu: float
 
 
 @dataclass(frozen=True)
@@ -101,28 +91,12 @@ class WorkerPath:
         return table
 
 
-def timed(action: Callable[[], object]) -> Timing:
-    wall, cpu = time.perf_counter(), time.process_time()
-    action()
-    return Timing(time.perf_counter() - wall, time.process_time() - cpu)
-
-
-def median_timing(timings: list[Timing]) -> Timing:
-    return Timing(
-        statistics.median(t.wall for t in timings), statistics.median(t.cpu for t in timings)
-    )
-
-
-def _job(index: int) -> GenerateInput:
-    return GenerateInput(prompt=f"{PROMPT} {index}", width=SIZE, height=SIZE, seed=index)
-
-
 def run(options: Options) -> Section:
     from models.testing import build_tiny_models
 
     repetitions = options.scaled(7, 2)
     work = options.work_dir / "diffusion"
-    registry = build_tiny_models(work / "models", generate_steps=STEPS)
+    registry = build_tiny_models(work / "models", generate_steps=TINY_STEPS)
     os.environ["SFUMATO_MODELS_FILE"] = str(registry)
     settings = Settings(
         data_dir=work / "data", pipelines=DIFFUSION_GENERATE, config_file=_config_file()
@@ -138,35 +112,12 @@ def run(options: Options) -> Section:
 
         torch.set_num_threads(1)  # spinning OpenMP threads on a shared machine blur the times
 
-    throughput = Table(
-        [
-            "jobs per call",
-            "call, wall (median)",
-            "images per second",
-            "call, CPU time",
-            "vs one job",
-        ]
-    )
-    single = 0.0
-    for size in BATCH_SIZES:
-        batch = [_job(index) for index in range(size)]
-        controls = [_NoControl() for _ in batch]
-        pipeline.run_batch(batch, controls)  # warm-up: the CPU kernels are set up per shape
-        call = partial(pipeline.run_batch, batch, controls)
-        timing = median_timing([timed(call) for _ in range(repetitions)])
-        single = single or timing.wall
-        throughput.add(
-            size,
-            f"{timing.wall:.3f} s",
-            f"{size / timing.wall:.2f}",
-            f"{timing.cpu:.3f} s",
-            f"{single * size / timing.wall:.2f}x",
-        )
+    table = throughput(pipeline, repetitions)
 
     pairs = _worker_against_direct(services, pipelines, repetitions)
     measured = WorkerPath.of(pairs)
     direct, wall, cpu = measured.direct, measured.wall, measured.cpu
-    image = pipeline.run(_job(1), _NoControl()).images[0]
+    image = pipeline.run(generate_job(1), NoControl()).images[0]
     png = median_timing(
         [timed(lambda: image.save(io.BytesIO(), format="PNG", compress_level=3)) for _ in "abc"]
     )
@@ -184,7 +135,7 @@ def run(options: Options) -> Section:
     return Section(
         "diffusion",
         METHOD + f"\n\nDevice: {device}.",
-        [throughput, path],
+        [table, path],
         [
             f"worker-path overhead {ms(wall)}, {share:.1%} of a {direct.wall:.2f} s call on "
             f"{device}: goal under {GOAL_OVERHEAD:.0%} {verdict(share < GOAL_OVERHEAD)}. "
@@ -192,7 +143,7 @@ def run(options: Options) -> Section:
             f"picture compresses faster than this noise), {ms(rest_wall)} the rest "
             f"({rest_wall / direct.wall:.1%}).",
             "Batching on the CPU buys little (the CPU is already busy with one image); the "
-            "point of batches is a GPU, where this table is to be measured with `--device cuda`.",
+            'point of batches is a GPU: see "Diffusion batches on a GPU" below.',
         ],
     )
 
@@ -221,7 +172,7 @@ def _worker_against_direct(
     pipeline = pipelines.get("generate")
     pairs: list[tuple[Timing, Timing]] = []
     for index in range(repetitions + 1):
-        job_input = _job(100 + index)
+        job_input = generate_job(100 + index)
         job, _ = jobs_service.create(
             services.db,
             caller,
@@ -245,7 +196,7 @@ def _worker_against_direct(
         with services.db.read() as session:
             stored = session.get(Job, job.id)
             assert stored is not None and stored.status == "completed", stored
-        direct = timed(partial(pipeline.run, job_input, _NoControl()))
+        direct = timed(partial(pipeline.run, job_input, NoControl()))
         if index:
             pairs.append((direct, worker))
     return pairs

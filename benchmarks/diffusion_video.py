@@ -14,7 +14,8 @@ from typing import Any
 
 from PIL import Image
 
-from benchmarks.diffusion import Timing, WorkerPath, median_timing, timed, worker_runner
+from benchmarks.diffusion import WorkerPath, worker_runner
+from benchmarks.diffusion_batches import Timing, median_timing, timed
 from benchmarks.harness import Options
 from benchmarks.report import Section, Table, ms
 from core.jobs import service as jobs_service
