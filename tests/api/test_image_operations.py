@@ -83,6 +83,8 @@ def test_resize_reframes_to_the_promised_size(service: Service, base: tuple) -> 
     assert decoded(image["url"]).size == (1568, 672)
 
 
+# Upscaling to 2K costs 9 s of CPU and is the same in every mode: run once.
+@pytest.mark.parametrize("service", ["distributed"], indirect=True)
 def test_upscale_reaches_the_target_resolution(service: Service, base: tuple) -> None:
     key, source = base
     before = service.balance(key)
