@@ -9,10 +9,10 @@ from typing import Any
 from PIL import Image
 
 from benchmarks.harness import Options
-from benchmarks.pipeline_run import NoControl, RunResult, run_in_fresh_process
+from benchmarks.pipeline_run import RunResult, run_in_fresh_process
 from benchmarks.report import Section, Table, verdict
 from core.sizes import image_size
-from pipelines.base import GenerateInput
+from pipelines.base import GenerateInput, NoControl
 from pipelines.builtin.generate import BuiltinGenerate
 
 GENERATE_PROMPT = "a misty mountain lake at dawn, pine forest, soft golden light"

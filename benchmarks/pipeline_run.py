@@ -27,6 +27,7 @@ from pipelines.base import (
     EditInput,
     GenerateInput,
     ImageOutput,
+    NoControl,
     ReframeInput,
     TransitionInput,
     UpscaleInput,
@@ -56,13 +57,6 @@ class RunResult:
     def total_peak_mib(self) -> float:
         """An upper bound of the run's memory, all its processes together."""
         return self.main_peak_mib + self.live_helpers_peak_mib + self.largest_ended_helper_peak_mib
-
-
-class NoControl:
-    """Progress goes nowhere and nothing is ever cancelled."""
-
-    def progress(self, fraction: float, message: str | None = None) -> None:
-        pass
 
 
 def _image(path: str) -> Image.Image:

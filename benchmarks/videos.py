@@ -5,10 +5,10 @@ from __future__ import annotations
 import statistics
 
 from benchmarks.harness import Options
-from benchmarks.pipeline_run import NoControl, run_in_fresh_process
+from benchmarks.pipeline_run import run_in_fresh_process
 from benchmarks.report import Section, Table, verdict
 from core.sizes import image_size, video_size
-from pipelines.base import GenerateInput
+from pipelines.base import GenerateInput, NoControl
 from pipelines.builtin.generate import BuiltinGenerate
 
 DURATION_SECONDS = 6.0

@@ -32,6 +32,14 @@ class JobControl(Protocol):
         within the job's progress); raises `Cancelled` when the job has been cancelled."""
 
 
+class NoControl:
+    """The control of a run no job stands behind (a smoke test, a benchmark, a gallery): its
+    progress goes nowhere and nothing cancels it."""
+
+    def progress(self, fraction: float, message: str | None = None) -> None:
+        return None
+
+
 @runtime_checkable
 class Pipeline(Protocol):
     """What every operation's pipeline has, whatever its inputs: the operation it serves and

@@ -16,17 +16,13 @@ from pipelines.base import (
     AnimateInput,
     EditInput,
     GenerateInput,
+    NoControl,
     ReframeInput,
     TransitionInput,
     UpscaleInput,
 )
 
 SIDE = 256
-
-
-class _Quiet:
-    def progress(self, fraction: float, message: str | None = None) -> None:
-        return None
 
 
 def smoke_test(spec: ModelSpec, cache: ModelCache) -> str:
@@ -41,7 +37,7 @@ def smoke_test(spec: ModelSpec, cache: ModelCache) -> str:
 
     started = time.perf_counter()
     picture = Image.new("RGB", (SIDE, SIDE), (90, 120, 200))
-    control = _Quiet()
+    control = NoControl()
     made: str
     if spec.operation == "generate":
         output = DiffusionGenerate(spec, cache).run(

@@ -21,6 +21,7 @@ from pipelines.base import (
     EditInput,
     GenerateInput,
     ImageOutput,
+    NoControl,
     ReframeInput,
     UpscaleInput,
 )
@@ -84,11 +85,6 @@ UPSCALES = (
     ("generate-10", 512, "1:1", "2K"),
     ("generate-09", 768, "16:9", "4K"),
 )
-
-
-class NoControl:
-    def progress(self, fraction: float, message: str | None = None) -> None:
-        pass
 
 
 @dataclass

@@ -18,7 +18,7 @@ import numpy as np
 from PIL import Image, ImageDraw
 
 from core.sizes import video_size
-from pipelines.base import AnimateInput, GenerateInput, TransitionInput, VideoOutput
+from pipelines.base import AnimateInput, GenerateInput, NoControl, TransitionInput, VideoOutput
 from pipelines.builtin.animate import BuiltinAnimate
 from pipelines.builtin.generate import BuiltinGenerate
 from pipelines.builtin.transition import BuiltinTransition
@@ -77,15 +77,10 @@ CLIPS = (
 )
 
 
-class Silent:
-    def progress(self, fraction: float, message: str | None = None) -> None:
-        return None
-
-
 def paint(prompt: str, seed: int) -> Image.Image:
     width, height = STILL_SIZE
     inputs = GenerateInput(prompt=prompt, width=width, height=height, quality="high", seed=seed)
-    return BuiltinGenerate().run(inputs, Silent()).images[0]
+    return BuiltinGenerate().run(inputs, NoControl()).images[0]
 
 
 def view(image: Image.Image, box: tuple[float, float, float, float]) -> Image.Image:
@@ -116,7 +111,7 @@ def render(clip: Clip, path: Path) -> VideoOutput:
                 seed=7,
                 output_path=str(path),
             ),
-            Silent(),
+            NoControl(),
         )
     return BuiltinTransition().run(
         TransitionInput(
@@ -130,7 +125,7 @@ def render(clip: Clip, path: Path) -> VideoOutput:
             seed=7,
             output_path=str(path),
         ),
-        Silent(),
+        NoControl(),
     )
 
 
