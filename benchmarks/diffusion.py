@@ -13,11 +13,10 @@ from pathlib import Path
 from benchmarks.diffusion_batches import (
     SIZE,
     TINY_STEPS,
-    NoControl,
     Timing,
     generate_job,
     median_timing,
-    throughput,
+    throughput_table,
     timed,
 )
 from benchmarks.harness import Options
@@ -28,6 +27,7 @@ from core.jobs import service as jobs_service
 from core.jobs.contract import GenerateInputs
 from core.services import Services
 from core.settings import Settings
+from pipelines.base import NoControl
 from pipelines.diffusion.generate import DiffusionGenerate
 from pipelines.registry import PipelineRegistry
 from workers.runner import JobRunner
@@ -112,7 +112,7 @@ def run(options: Options) -> Section:
 
         torch.set_num_threads(1)  # spinning OpenMP threads on a shared machine blur the times
 
-    table = throughput(pipeline, repetitions)
+    table = throughput_table(pipeline, repetitions)
 
     pairs = _worker_against_direct(services, pipelines, repetitions)
     measured = WorkerPath.of(pairs)

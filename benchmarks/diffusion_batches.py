@@ -16,29 +16,24 @@ real model's work per image where its weights cannot be fetched.
 from __future__ import annotations
 
 import argparse
-import os
 import platform
 import statistics
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 from typing import Any
 
 from benchmarks.report import Table
-from pipelines.base import GenerateInput
+from pipelines.base import GenerateInput, NoControl
 
 BATCH_SIZES = (1, 2, 4)
 TINY_STEPS = 20
 SIZE = 1024  # the contract's smallest square (1K); both models paint smaller and are resized
 PROMPT = "a lighthouse on a cliff at dusk"
-
-
-class NoControl:
-    def progress(self, fraction: float, message: str | None = None) -> None:
-        return None
 
 
 @dataclass(frozen=True)
@@ -66,12 +61,39 @@ def generate_job(index: int) -> GenerateInput:
     return GenerateInput(prompt=f"{PROMPT} {index}", width=SIZE, height=SIZE, seed=index)
 
 
-def throughput(pipeline: Any, repetitions: int) -> Table:
+@contextmanager
+def diffusers_calls_timed(*owners: Any) -> Iterator[list[float]]:
+    """The wall time of each diffusers call made through the owners' `invoke` (a diffusion
+    pipeline's, a video model's) while the block runs; their own `invoke` again after it."""
+    seconds: list[float] = []
+    previous = [(owner, owner.__dict__.get("invoke")) for owner in owners]
+    for owner in owners:
+
+        def timed_invoke(pipe: Any, arguments: dict[str, Any], real: Any = owner.invoke) -> Any:
+            started = time.perf_counter()
+            try:
+                return real(pipe, arguments)
+            finally:
+                seconds.append(time.perf_counter() - started)
+
+        owner.invoke = timed_invoke
+    try:
+        yield seconds
+    finally:
+        for owner, own in previous:
+            if own is None:
+                del owner.invoke
+            else:
+                owner.invoke = own
+
+
+def throughput_table(pipeline: Any, repetitions: int) -> Table:
     """`run_batch` of 1, 2 and 4 jobs of one image each (one diffusers call), each size after a
     warm-up call of that size (kernels are prepared per shape); medians of `repetitions`. Of
     each call, the diffusers call alone (`invoke`: text encoding, the steps, the VAE, the
     pictures; the rest is the pipeline's own work, such as scaling to the asked size), and on
-    CUDA the device memory the call peaked at (weights included)."""
+    CUDA the device memory the call peaked at (weights included: what torch allocated, and what
+    its allocator held from the card)."""
     device = pipeline.cache.device
     table = Table(
         [
@@ -81,32 +103,22 @@ def throughput(pipeline: Any, repetitions: int) -> Table:
             "call, CPU time",
             "vs one job",
             "of which the diffusers call",
-            "peak device memory",
+            "peak device memory (allocated / reserved)",
         ]
     )
-    model_seconds: list[float] = []
-    invoke = pipeline.invoke
-
-    def timed_invoke(pipe: Any, arguments: dict[str, Any]) -> Any:
-        started = time.perf_counter()
-        result = invoke(pipe, arguments)
-        model_seconds.append(time.perf_counter() - started)
-        return result
-
-    pipeline.invoke = timed_invoke
     single = 0.0
-    try:
+    with diffusers_calls_timed(pipeline) as diffusers_seconds:
         for size in BATCH_SIZES:
             batch = [generate_job(index) for index in range(size)]
             controls = [NoControl() for _ in batch]
             pipeline.run_batch(batch, controls)
             call = partial(pipeline.run_batch, batch, controls)
             _reset_peak(device)
-            timings, model_times = [], []
+            timings, diffusers_times = [], []
             for _ in range(repetitions):
-                model_seconds.clear()
+                diffusers_seconds.clear()
                 timings.append(timed(call))
-                model_times.append(sum(model_seconds))
+                diffusers_times.append(sum(diffusers_seconds))
             timing = median_timing(timings)
             single = single or timing.wall
             table.add(
@@ -115,11 +127,9 @@ def throughput(pipeline: Any, repetitions: int) -> Table:
                 f"{size / timing.wall:.2f}",
                 f"{timing.cpu:.3f} s",
                 f"{single * size / timing.wall:.2f}x",
-                f"{statistics.median(model_times):.3f} s",
+                f"{statistics.median(diffusers_times):.3f} s",
                 _peak(device),
             )
-    finally:
-        del pipeline.invoke
     return table
 
 
@@ -135,26 +145,22 @@ def _peak(device: str) -> str:
         return "-"
     import torch
 
-    return f"{torch.cuda.max_memory_allocated(device) / 2**30:.2f} GiB"
+    allocated = torch.cuda.max_memory_allocated(device) / 2**30
+    reserved = torch.cuda.max_memory_reserved(device) / 2**30
+    return f"{allocated:.2f} / {reserved:.2f} GiB"
 
 
-def models_for(kind: str, folder: Path, dtype: str) -> Path:
-    """The registry file of `kind`'s models built under `folder`, generating in `dtype`."""
-    from models.install import register
-    from models.presets import preset_named
-    from models.testing import build_tiny_models, build_turbo_sized
+def registry_for(kind: str, folder: Path, dtype: str) -> Path:
+    """The registry file of `kind`'s models under `folder` (built there by the first call),
+    generating in `dtype`."""
+    from models.testing import build_tiny_models, build_turbo_sized, write_tiny_registry
 
     if kind == "turbo-sized":
-        registry = folder / "models.toml"
-        if not registry.exists():
-            return build_turbo_sized(folder, dtype)
-        from dataclasses import replace
-
-        register(registry, replace(preset_named("sd-turbo"), dtype=dtype), replace=True)
-        return registry
-    registry = build_tiny_models(folder / dtype, generate_steps=TINY_STEPS)
-    registry.write_text(registry.read_text().replace('dtype = "float32"', f'dtype = "{dtype}"'))
-    return registry
+        return build_turbo_sized(folder, dtype)
+    tiny = folder / "tiny"
+    if not (tiny / "models.toml").exists():
+        build_tiny_models(tiny, generate_steps=TINY_STEPS)
+    return write_tiny_registry(tiny, TINY_STEPS, dtype)
 
 
 def device_summary(device: str) -> str:
@@ -181,8 +187,7 @@ def main() -> None:
 
     with tempfile.TemporaryDirectory(prefix="sfumato-batches-") as work:
         for dtype in arguments.dtype:
-            registry = models_for(arguments.models, Path(work), dtype)
-            os.environ["SFUMATO_MODELS_FILE"] = str(registry)
+            registry = registry_for(arguments.models, Path(work), dtype)
             cache = ModelCache(device=arguments.device)
             started = time.perf_counter()
             pipeline = DiffusionGenerate(spec=load_registry(registry).spec("generate"), cache=cache)
@@ -192,7 +197,7 @@ def main() -> None:
                 f"loaded in {loaded:.1f} s; {SIZE}x{SIZE} images, "
                 f"{arguments.repetitions} repetitions\n"
             )
-            print(throughput(pipeline, arguments.repetitions).markdown(), flush=True)
+            print(throughput_table(pipeline, arguments.repetitions).markdown(), flush=True)
             del pipeline, cache
             from models.device import free_device_memory
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 import io
 import os
 import statistics
-import time
 from collections.abc import Callable
 from functools import partial
 from pathlib import Path
@@ -15,14 +14,14 @@ from typing import Any
 from PIL import Image
 
 from benchmarks.diffusion import WorkerPath, worker_runner
-from benchmarks.diffusion_batches import Timing, median_timing, timed
+from benchmarks.diffusion_batches import Timing, diffusers_calls_timed, median_timing, timed
 from benchmarks.harness import Options
 from benchmarks.report import Section, Table, ms
 from core.jobs import service as jobs_service
 from core.jobs.contract import AnimateInputs, InputImage
 from core.services import Services
 from core.settings import Settings
-from pipelines.base import AnimateInput, TransitionInput
+from pipelines.base import AnimateInput, NoControl, TransitionInput
 from pipelines.registry import PipelineRegistry
 
 WIDTH, HEIGHT = 848, 480  # 480p at 16:9
@@ -47,11 +46,6 @@ figure to carry over.
 """
 
 
-class _Quiet:
-    def progress(self, fraction: float, message: str | None = None) -> None:
-        return None
-
-
 def _still(colour: tuple[int, int, int]) -> Image.Image:
     return Image.new("RGB", (WIDTH, HEIGHT), colour)
 
@@ -71,44 +65,47 @@ def run(options: Options) -> Section:
     services = Services.from_settings(settings)
     services.prepare()
     pipelines = PipelineRegistry(settings.pipeline_overrides())
-    from pipelines.diffusion.animate import DiffusionAnimate  # imports torch: only when run
+    # They import torch: only when run.
+    from pipelines.diffusion.animate import DiffusionAnimate
+    from pipelines.diffusion.transition import DiffusionTransition
 
     animate, transition = pipelines.get("animate"), pipelines.get("transition")
-    assert isinstance(animate, DiffusionAnimate)  # DIFFUSION_VIDEO names it
+    # DIFFUSION_VIDEO names them.
+    assert isinstance(animate, DiffusionAnimate) and isinstance(transition, DiffusionTransition)
     device = animate.model.cache.device
     if device == "cpu":
         import torch
 
         torch.set_num_threads(1)  # as the diffusion benchmark: steadier times on a shared machine
-    model_seconds = _time_model_calls(animate, transition)
     start, end = _still((200, 60, 40)), _still((30, 60, 200))
     output = str(work / "clip.mp4")
     animation = partial(AnimateInput, start, "waves", width=WIDTH, height=HEIGHT)
     joining = TransitionInput(start, end, "dusk", 6, WIDTH, HEIGHT, output_path=output)
     cases: list[tuple[str, Callable[[], Any]]] = [
-        ("animate 1 s", partial(animate.run, animation(1, output_path=output), _Quiet())),
+        ("animate 1 s", partial(animate.run, animation(1, output_path=output), NoControl())),
         (
             "animate 6 s (6 segments)",
-            partial(animate.run, animation(6, output_path=output), _Quiet()),
+            partial(animate.run, animation(6, output_path=output), NoControl()),
         ),
-        ("transition 6 s (stretched)", partial(transition.run, joining, _Quiet())),
+        ("transition 6 s (stretched)", partial(transition.run, joining, NoControl())),
     ]
     clips = Table(["clip", "total, wall (median)", "model calls", "the rest", "total, CPU time"])
-    for name, case in cases:
-        case()  # warm-up: CPU kernels are prepared per shape
-        totals, models_time = [], []
-        for _ in range(repetitions):
-            model_seconds.clear()
-            totals.append(timed(case))
-            models_time.append(sum(model_seconds))
-        total, model = median_timing(totals), statistics.median(models_time)
-        clips.add(
-            name,
-            f"{total.wall:.2f} s",
-            f"{model:.2f} s",
-            f"{total.wall - model:.2f} s",
-            f"{total.cpu:.2f} s",
-        )
+    with diffusers_calls_timed(animate.model, transition.model) as model_seconds:
+        for name, case in cases:
+            case()  # warm-up: CPU kernels are prepared per shape
+            totals, models_time = [], []
+            for _ in range(repetitions):
+                model_seconds.clear()
+                totals.append(timed(case))
+                models_time.append(sum(model_seconds))
+            total, model = median_timing(totals), statistics.median(models_time)
+            clips.add(
+                name,
+                f"{total.wall:.2f} s",
+                f"{model:.2f} s",
+                f"{total.wall - model:.2f} s",
+                f"{total.cpu:.2f} s",
+            )
     pairs = _worker_against_direct(services, pipelines, repetitions)
     measured = WorkerPath.of(pairs)
     direct, wall, cpu = measured.direct, measured.wall, measured.cpu
@@ -124,23 +121,6 @@ def run(options: Options) -> Section:
             "the image, stores the MP4 and makes the poster."
         ],
     )
-
-
-def _time_model_calls(*pipelines: Any) -> list[float]:
-    """Wrap each pipeline's diffusers call to record its wall time; returns the record."""
-    seconds: list[float] = []
-    for pipeline in pipelines:
-        real = pipeline.model.invoke
-
-        def timed(pipe: Any, arguments: dict[str, Any], real: Any = real) -> Any:
-            started = time.perf_counter()
-            try:
-                return real(pipe, arguments)
-            finally:
-                seconds.append(time.perf_counter() - started)
-
-        pipeline.model.invoke = timed
-    return seconds
 
 
 def _worker_against_direct(
@@ -189,11 +169,11 @@ def _worker_against_direct(
         )
         # Alternate which goes first: the second of a pair runs on warmer caches.
         if index % 2:
-            direct = timed(partial(animate.run, request, _Quiet()))
+            direct = timed(partial(animate.run, request, NoControl()))
             worker = timed(partial(runner.run, job.id))
         else:
             worker = timed(partial(runner.run, job.id))
-            direct = timed(partial(animate.run, request, _Quiet()))
+            direct = timed(partial(animate.run, request, NoControl()))
         with services.db.read() as session:
             stored = session.get(Job, job.id)
             assert stored is not None and stored.status == "completed", stored

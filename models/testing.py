@@ -62,16 +62,16 @@ def write_tokenizer(folder: Path, max_length: int = 32) -> None:
 
 
 def _text_encoder(with_projection: bool = False, **sizes: Any) -> Any:
-    """A tiny CLIP text encoder (with its projection: SDXL's second encoder); `sizes` override
-    the tiny ones (a full-size tower)."""
+    """A CLIP text encoder (with its projection: SDXL's second encoder), tiny unless `sizes`
+    say otherwise (a full-size tower)."""
     from transformers import CLIPTextConfig, CLIPTextModel, CLIPTextModelWithProjection
 
     config = CLIPTextConfig(
         bos_token_id=BOS_ID,
         eos_token_id=EOS_ID,
         pad_token_id=EOS_ID,
-        vocab_size=VOCAB_SIZE,
         **{
+            "vocab_size": VOCAB_SIZE,
             "hidden_size": TEXT_WIDTH,
             "intermediate_size": 37,
             "num_attention_heads": 4,
@@ -269,22 +269,33 @@ def build_tiny_models(folder: Path, generate_steps: int = 2) -> Path:
     _save(pix2pix_pipeline(tokenizer, _vae()), folder / "pix2pix")
     torch.manual_seed(2)
     _save(upscaler_pipeline(tokenizer), folder / "upscaler")
-    registry = folder / "models.toml"
-    registry.write_text(
-        TINY_REGISTRY.replace(
-            "low = 2, medium = 2", f"low = {generate_steps}, medium = {generate_steps}"
-        )
+    return write_tiny_registry(folder, generate_steps)
+
+
+def write_tiny_registry(folder: Path, generate_steps: int = 2, dtype: str = "float32") -> Path:
+    """The registry of the tiny models saved under `folder`, loading them in `dtype`:
+    `models.toml` (float32) or `models-DTYPE.toml` beside it; returns its path."""
+    registry = folder / ("models.toml" if dtype == "float32" else f"models-{dtype}.toml")
+    steps = TINY_REGISTRY.replace(
+        "low = 2, medium = 2", f"low = {generate_steps}, medium = {generate_steps}"
     )
+    registry.write_text(in_dtype(steps, dtype))
     return registry
 
 
+def in_dtype(registry_text: str, dtype: str) -> str:
+    """A tiny registry's tables (written in float32) loading their models in `dtype`."""
+    return registry_text.replace('dtype = "float32"', f'dtype = "{dtype}"')
+
+
 def build_turbo_sized(folder: Path, dtype: str = "float16") -> Path:
-    """SD-Turbo's architecture (SD 2.1's UNet, OpenCLIP ViT-H's text tower, the SD VAE: about
-    1.3 billion parameters) with random weights, saved in fp16 files under `folder`/sd-turbo as
-    the preset's pull lays them out, and registered for generate with the preset's entry
-    (`dtype` as asked); returns the registry file. The tokenizer is the tiny byte one, at CLIP's
-    77 tokens (the vocabulary is the only part smaller than the real model's)."""
+    """SD-Turbo's architecture (SD 2.1's UNet, OpenCLIP ViT-H's text tower with CLIP's 49,408
+    tokens, the SD VAE: about 1.3 billion parameters) with random weights, saved in fp16 files
+    under `folder`/sd-turbo as the preset's pull lays them out (once: a second call reuses
+    them), and registered for generate with the preset's entry in `dtype`; returns the registry
+    file. The tokenizer is the tiny byte one at CLIP's 77 tokens: it uses few of the rows."""
     import dataclasses
+    import tempfile
 
     import torch
     from diffusers import EulerDiscreteScheduler, StableDiffusionPipeline
@@ -295,38 +306,42 @@ def build_turbo_sized(folder: Path, dtype: str = "float16") -> Path:
     from models.presets import preset_named
 
     preset = preset_named("sd-turbo")
-    tokenizer_folder = folder / "tokenizer-source"
-    write_tokenizer(tokenizer_folder, max_length=77)
-    torch.manual_seed(0)
-    pipeline: Any = StableDiffusionPipeline(
-        vae=_vae(levels=4, channels=(128, 256, 512, 512), layers_per_block=2, sample_size=512),
-        text_encoder=_text_encoder(
-            hidden_size=1024,
-            intermediate_size=4096,
-            num_attention_heads=16,
-            num_hidden_layers=23,
-            max_position_embeddings=77,
-            hidden_act="gelu",
-            projection_dim=512,
-        ),
-        tokenizer=CLIPTokenizer.from_pretrained(str(tokenizer_folder)),
-        unet=UNet(
-            sample_size=64,
-            cross_attention_dim=1024,
-            attention_head_dim=(5, 10, 20, 20),
-            use_linear_projection=True,
-        ),
-        scheduler=EulerDiscreteScheduler(
-            **SD_SCHEDULE, timestep_spacing="trailing", steps_offset=1
-        ),
-        safety_checker=None,
-        feature_extractor=None,
-        requires_safety_checker=False,
-    )
-    pipeline.to(torch.float16)
-    pipeline.save_pretrained(str(folder / preset.folder), safe_serialization=True, variant="fp16")
+    weights = folder / preset.folder
+    if not (weights / "model_index.json").exists():
+        with tempfile.TemporaryDirectory() as tokenizer_folder:
+            write_tokenizer(Path(tokenizer_folder), max_length=77)
+            tokenizer = CLIPTokenizer.from_pretrained(tokenizer_folder)
+        torch.manual_seed(0)
+        pipeline: Any = StableDiffusionPipeline(
+            vae=_vae(levels=4, channels=(128, 256, 512, 512), layers_per_block=2, sample_size=512),
+            text_encoder=_text_encoder(
+                vocab_size=49408,
+                hidden_size=1024,
+                intermediate_size=4096,
+                num_attention_heads=16,
+                num_hidden_layers=23,
+                max_position_embeddings=77,
+                hidden_act="gelu",
+                projection_dim=512,
+            ),
+            tokenizer=tokenizer,
+            unet=UNet(
+                sample_size=64,
+                cross_attention_dim=1024,
+                attention_head_dim=(5, 10, 20, 20),
+                use_linear_projection=True,
+            ),
+            scheduler=EulerDiscreteScheduler(
+                **SD_SCHEDULE, timestep_spacing="trailing", steps_offset=1
+            ),
+            safety_checker=None,
+            feature_extractor=None,
+            requires_safety_checker=False,
+        )
+        pipeline.to(torch.float16)
+        pipeline.save_pretrained(str(weights), safe_serialization=True, variant="fp16")
     registry = folder / "models.toml"
-    register(registry, dataclasses.replace(preset, dtype=dtype))
+    register(registry, dataclasses.replace(preset, dtype=dtype), replace=True)
     return registry
 
 

@@ -23,15 +23,16 @@ from PIL import Image
 
 from models.cache import ModelCache
 from models.registry import ModelRegistry, load_registry
-from models.testing import build_tiny_models
+from models.testing import in_dtype, write_tiny_registry
 from models.testing_video import build_tiny_ltx_models, build_tiny_video_models
-from pipelines.base import EditInput, GenerateInput, ReframeInput, UpscaleInput
+from pipelines.base import EditInput, GenerateInput, NoControl, ReframeInput, UpscaleInput
 from pipelines.diffusion.device import is_out_of_memory
 from pipelines.diffusion.edit import DiffusionEdit
 from pipelines.diffusion.generate import DiffusionGenerate
 from pipelines.diffusion.reframe import DiffusionReframe
 from pipelines.diffusion.upscale import DiffusionUpscale
 from pipelines.diffusion.video_model import VideoModel, fit
+from tests.support import diffusion_images
 
 pytestmark = pytest.mark.skipif(
     not torch.cuda.is_available(), reason="needs a CUDA device (run on a GPU machine)"
@@ -40,24 +41,15 @@ pytestmark = pytest.mark.skipif(
 HALF_PRECISIONS = ("float16", "bfloat16")
 
 
-class NoControl:
-    def progress(self, fraction: float, message: str | None = None) -> None:
-        return None
-
-
 @pytest.fixture(scope="module")
-def tiny_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    folder = tmp_path_factory.mktemp("tiny-models")
-    build_tiny_models(folder)
-    return folder
+def tiny_folder() -> Path:
+    """The tiny models, built once per test process (`tests/support/diffusion_images.py`)."""
+    return diffusion_images.tiny_registry_path().parent
 
 
 def registry_in(tiny_folder: Path, dtype: str) -> ModelRegistry:
     """The tiny models' registry with every entry loading in `dtype`."""
-    text = (tiny_folder / "models.toml").read_text()
-    registry = tiny_folder / f"models-{dtype}.toml"
-    registry.write_text(text.replace('dtype = "float32"', f'dtype = "{dtype}"'))
-    return load_registry(registry)
+    return load_registry(write_tiny_registry(tiny_folder, dtype=dtype))
 
 
 def pixels(image: Image.Image) -> np.ndarray:
@@ -147,7 +139,7 @@ def test_video_models_make_their_frames_in_half_precision_on_the_gpu(
         build_tiny_video_models(tmp_path) if model == "wan" else build_tiny_ltx_models(tmp_path)
     )
     file = tmp_path / "models.toml"
-    file.write_text(tables.replace('dtype = "float32"', 'dtype = "bfloat16"'))
+    file.write_text(in_dtype(tables, "bfloat16"))
     registry = load_registry(file)
     cache = ModelCache(device="cuda")
     animate = VideoModel("animate", needs=("image",), spec=registry.spec("animate"), cache=cache)
