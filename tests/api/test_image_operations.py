@@ -84,7 +84,7 @@ def test_resize_reframes_to_the_promised_size(service: Service, base: tuple) -> 
 
 
 # Upscaling to 2K costs 9 s of CPU and is the same in every mode: run once.
-@pytest.mark.parametrize("service", ["distributed"], indirect=True)
+@pytest.mark.parametrize("service", ["embedded"], indirect=True)
 def test_upscale_reaches_the_target_resolution(service: Service, base: tuple) -> None:
     key, source = base
     before = service.balance(key)

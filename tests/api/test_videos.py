@@ -82,7 +82,7 @@ def test_image_to_video_is_a_real_mp4_with_audio_and_a_poster(
 
 
 # A 4 s clip costs 10-20 s of CPU and its making is the same in every mode: run once, square.
-@pytest.mark.parametrize("service", ["distributed"], indirect=True)
+@pytest.mark.parametrize("service", ["embedded"], indirect=True)
 def test_frames_without_audio_has_no_audio_stream(service: Service, frames_of: tuple) -> None:
     key, start, end = frames_of
     with service.client(key) as client:
