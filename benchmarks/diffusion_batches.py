@@ -66,21 +66,26 @@ def diffusers_calls_timed(*owners: Any) -> Iterator[list[float]]:
     """The wall time of each diffusers call made through the owners' `invoke` (a diffusion
     pipeline's, a video model's) while the block runs; their own `invoke` again after it."""
     seconds: list[float] = []
-    previous = [(owner, owner.__dict__.get("invoke")) for owner in owners]
-    for owner in owners:
+    wrapped: list[tuple[Any, Any]] = []  # each owner with its own instance-level invoke, if any
 
-        def timed_invoke(pipe: Any, arguments: dict[str, Any], real: Any = owner.invoke) -> Any:
+    def timing(real: Any) -> Any:
+        def timed_invoke(pipe: Any, arguments: dict[str, Any]) -> Any:
             started = time.perf_counter()
             try:
                 return real(pipe, arguments)
             finally:
                 seconds.append(time.perf_counter() - started)
 
-        owner.invoke = timed_invoke
+        return timed_invoke
+
     try:
+        for owner in dict.fromkeys(owners):  # an owner named twice is timed once
+            own = owner.__dict__.get("invoke")
+            owner.invoke = timing(owner.invoke)
+            wrapped.append((owner, own))
         yield seconds
     finally:
-        for owner, own in previous:
+        for owner, own in wrapped:
             if own is None:
                 del owner.invoke
             else:

@@ -118,10 +118,11 @@ PRESETS: tuple[Preset, ...] = (
         family="sd15",
         variant="fp16",
         batch_limit=4,
-        # Measured: 3.05 GiB allocated at batch 1, 4.45 at batch 4 (docs/benchmarks.md).
+        # Measured on the architecture with random weights: 3.05 GiB allocated at batch 1, 4.45
+        # at batch 4 (docs/benchmarks.md); the card's sizes add the CUDA context (estimated).
         memory_gb=3.1,
         download_gb=2.6,
-        smallest_gpu="4 GB at batch 1 (6 GB for batch 4), or a CPU",
+        smallest_gpu="4 GB at batch 1, tight (6 GB for batch 4), or a CPU",
         options={"steps": {"low": 1, "medium": 2, "high": 4}, "guidance": 0.0, "resolution": 512},
     ),
     Preset(

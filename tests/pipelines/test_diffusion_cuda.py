@@ -170,6 +170,9 @@ def test_video_models_make_their_frames_in_half_precision_on_the_gpu(
             spec=registry.spec("transition"),
             cache=cache,
         )
+        with cache.pipeline_for(transition.spec) as pipe:
+            assert pipe.transformer.device.type == "cuda"
+            assert pipe.transformer.dtype == torch.bfloat16
         end = fit(source_picture(640, 360).transpose(Image.Transpose.ROTATE_180), plan.native)
         joined = transition.generate(
             {"image": start, "last_image": end},

@@ -27,6 +27,7 @@ from models.cache import ModelCache
 from models.loading import ModelUnavailable
 from models.registry import ModelSpec, load_registry
 from models.testing_video import build_tiny_ltx_models, build_tiny_video_models
+from pipelines.base import NoControl
 from pipelines.diffusion.clip import model_time_positions, spanning_positions, write_clip
 from pipelines.diffusion.presets import native_size
 from pipelines.diffusion.video_model import VideoModel, geometry_for, plan_segments
@@ -241,10 +242,6 @@ def test_the_recorded_seed_reproduces_the_video(
         from pipelines.base import AnimateInput
         from pipelines.diffusion.animate import DiffusionAnimate
 
-        class Quiet:
-            def progress(self, fraction: float, message: str | None = None) -> None:
-                pass
-
         with tempfile.TemporaryDirectory() as folder:
             request = AnimateInput(
                 image=source,
@@ -256,7 +253,7 @@ def test_the_recorded_seed_reproduces_the_video(
                 seed=with_seed,
                 output_path=f"{folder}/clip.mp4",
             )
-            DiffusionAnimate().run(request, Quiet())
+            DiffusionAnimate().run(request, NoControl())
             return np.stack(decode_file(f"{folder}/clip.mp4")["frames"]).astype(np.int16)
 
     same = np.abs(replay(seed) - stored).mean()
@@ -345,10 +342,6 @@ def test_retiming_to_24_fps_puts_in_betweens_where_the_motion_is(tmp_path: Path)
     """A square crossing 9 frames at 8 fps, retimed to 24 fps and scaled 2x: every output
     frame, model frame or RIFE in-between, shows it where it is at that instant."""
 
-    class Quiet:
-        def progress(self, fraction: float, message: str | None = None) -> None:
-            pass
-
     def square_at(x: int) -> np.ndarray:
         frame = np.zeros((64, 64, 3), np.uint8)
         frame[26:38, x : x + 12] = 255
@@ -357,7 +350,7 @@ def test_retiming_to_24_fps_puts_in_betweens_where_the_motion_is(tmp_path: Path)
     model_frames = [square_at(4 + 5 * index) for index in range(9)]
     path = str(tmp_path / "clip.mp4")
     output = write_clip(
-        model_frames, model_time_positions(24, 8), path, (128, 128), None, Quiet(), "squares"
+        model_frames, model_time_positions(24, 8), path, (128, 128), None, NoControl(), "squares"
     )
     assert (output.frame_count, output.duration_seconds, output.has_audio) == (24, 1.0, False)
     lefts = []
