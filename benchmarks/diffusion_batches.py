@@ -187,6 +187,7 @@ def main() -> None:
     parser.add_argument("--repetitions", type=int, default=5)
     arguments = parser.parse_args()
     from models.cache import ModelCache
+    from models.device import free_device_memory
     from models.registry import load_registry
     from pipelines.diffusion.generate import DiffusionGenerate
 
@@ -204,8 +205,6 @@ def main() -> None:
             )
             print(throughput_table(pipeline, arguments.repetitions).markdown(), flush=True)
             del pipeline, cache
-            from models.device import free_device_memory
-
             free_device_memory()
 
 

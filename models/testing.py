@@ -24,6 +24,7 @@ from typing import Any
 TINY_SIZE = 32  # the UNets' sample size; with a VAE factor 2 the native size is 64 px
 TEXT_WIDTH = 32
 VOCAB_SIZE = 1000
+CLIP_VOCAB_SIZE = 49408  # the real tokenizer's, for the full-size text tower
 IP_WEIGHTS = "ip-adapter.safetensors"
 BOS, EOS = "<|startoftext|>", "<|endoftext|>"
 BOS_ID, EOS_ID = 512, 513  # after the 256 bytes, alone and word-final
@@ -191,13 +192,16 @@ SD_SCHEDULE = {
 }
 
 
-def sd_pipeline(tokenizer: Any, unet: Any, vae: Any, scheduler: Any) -> Any:
-    """A tiny `StableDiffusionPipeline` (no safety checker)."""
+def sd_pipeline(
+    tokenizer: Any, unet: Any, vae: Any, scheduler: Any, text_encoder: Any = None
+) -> Any:
+    """A `StableDiffusionPipeline` of these parts (no safety checker), with the tiny text
+    encoder unless another is given."""
     from diffusers import StableDiffusionPipeline
 
     return StableDiffusionPipeline(
         vae=vae,
-        text_encoder=_text_encoder(),
+        text_encoder=text_encoder or _text_encoder(),
         tokenizer=tokenizer,
         unet=unet,
         scheduler=scheduler,
@@ -298,7 +302,7 @@ def build_turbo_sized(folder: Path, dtype: str = "float16") -> Path:
     import tempfile
 
     import torch
-    from diffusers import EulerDiscreteScheduler, StableDiffusionPipeline
+    from diffusers import EulerDiscreteScheduler
     from diffusers import UNet2DConditionModel as UNet
     from transformers import CLIPTokenizer
 
@@ -312,10 +316,18 @@ def build_turbo_sized(folder: Path, dtype: str = "float16") -> Path:
             write_tokenizer(Path(tokenizer_folder), max_length=77)
             tokenizer = CLIPTokenizer.from_pretrained(tokenizer_folder)
         torch.manual_seed(0)
-        pipeline: Any = StableDiffusionPipeline(
-            vae=_vae(levels=4, channels=(128, 256, 512, 512), layers_per_block=2, sample_size=512),
+        pipeline: Any = sd_pipeline(
+            tokenizer,
+            UNet(
+                sample_size=64,
+                cross_attention_dim=1024,
+                attention_head_dim=(5, 10, 20, 20),
+                use_linear_projection=True,
+            ),
+            _vae(levels=4, channels=(128, 256, 512, 512), layers_per_block=2, sample_size=512),
+            EulerDiscreteScheduler(**SD_SCHEDULE, timestep_spacing="trailing", steps_offset=1),
             text_encoder=_text_encoder(
-                vocab_size=49408,
+                vocab_size=CLIP_VOCAB_SIZE,
                 hidden_size=1024,
                 intermediate_size=4096,
                 num_attention_heads=16,
@@ -324,19 +336,6 @@ def build_turbo_sized(folder: Path, dtype: str = "float16") -> Path:
                 hidden_act="gelu",
                 projection_dim=512,
             ),
-            tokenizer=tokenizer,
-            unet=UNet(
-                sample_size=64,
-                cross_attention_dim=1024,
-                attention_head_dim=(5, 10, 20, 20),
-                use_linear_projection=True,
-            ),
-            scheduler=EulerDiscreteScheduler(
-                **SD_SCHEDULE, timestep_spacing="trailing", steps_offset=1
-            ),
-            safety_checker=None,
-            feature_extractor=None,
-            requires_safety_checker=False,
         )
         pipeline.to(torch.float16)
         pipeline.save_pretrained(str(weights), safe_serialization=True, variant="fp16")
