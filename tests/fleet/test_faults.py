@@ -331,6 +331,7 @@ def test_one_thread_keeps_the_leases_of_the_jobs_running_at_once(
         wait_until(renewed_with_progress, 5, "the lease renewed with the progress")
         keeping.progress(0.6)
     assert _lease_threads() == threads_before + 1  # kept for the next jobs, not one per job
+    assert job_row(service.services, running.id).progress >= 0.5
     assert lifecycle.fail(claims[0], "ended by the test")
 
 
