@@ -26,6 +26,7 @@ from benchmarks import (
     images,
     job_read,
     long_poll,
+    startup,
     styles,
     videos,
 )
@@ -46,6 +47,7 @@ BENCHMARKS: dict[str, Callable[[Options], Section]] = {
     "diffusion": diffusion.run,
     "diffusion_video": diffusion_video.run,
     "chaos": chaos.run,
+    "startup": startup.run,
 }
 DOC = REPO / "docs" / "benchmarks.md"
 

@@ -30,6 +30,7 @@ from core.settings import Settings
 from pipelines.base import NoControl
 from pipelines.diffusion.generate import DiffusionGenerate
 from pipelines.registry import PipelineRegistry
+from sfumato.processes import asset_semantics
 from workers.runner import JobRunner
 
 GOAL_OVERHEAD = 0.05
@@ -154,7 +155,7 @@ def worker_runner(
     """A job runner as a worker builds it, and a caller (a fresh account) to create jobs as."""
     from core.jobs.lifecycle import JobLifecycle
 
-    runner = JobRunner(services, pipelines, JobLifecycle.for_services(services))
+    runner = JobRunner(services, pipelines, asset_semantics(), JobLifecycle.for_services(services))
     accounts.create_account(services.db, email, "pro", 1_000_000)
     key = accounts.create_key(services.db, email, "bench", None).plaintext
     caller = accounts.authenticate(services.db, key)

@@ -29,7 +29,7 @@ from core.accounts import service as accounts
 from core.fetch import Fetched, FetchPolicy, fetch
 from core.ids import new_id
 from core.settings import Settings
-from core.styles.service import AssetDraft, AssetSemantics, build_assets
+from core.styles.assets import AssetDraft, build_assets
 from core.tables import Media, Style
 from pipelines.styles import (
     AssetFacts,
@@ -42,6 +42,7 @@ from pipelines.styles import (
     find_chromium,
     rank_by_similarity,
 )
+from sfumato.processes import asset_semantics
 from workers.style_extraction import brand_image_type
 
 SITES = REPO / "tests" / "fixtures" / "sites"
@@ -280,7 +281,7 @@ def _seeded_style(service: Deployment, key: str) -> str:
     embeds them (once, when added); the media rows point at files search never reads."""
     caller = accounts.authenticate(service.db, key)
     assert caller is not None
-    semantics = AssetSemantics(describe_image, embed_texts, rank_by_similarity)
+    semantics = asset_semantics()
     style = Style(
         id=new_id(),
         account_id=caller.account_id,

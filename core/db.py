@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -9,8 +10,6 @@ from pathlib import Path
 from typing import Any
 
 import psycopg
-from alembic import command
-from alembic.config import Config
 from sqlalchemy import Connection, Engine, create_engine, event, make_url, text
 from sqlalchemy import exc as sqlalchemy_errors
 from sqlalchemy.orm import Session, sessionmaker
@@ -45,6 +44,23 @@ DATABASE_UNAVAILABLE = (
     psycopg.InterfaceError,
     sqlite3.OperationalError,
 )
+
+
+def head_revision() -> str | None:
+    """The newest migration, read from the scripts' own `revision` and `down_revision` lines:
+    Alembic takes most of a second to import and read them, which every process paid at start
+    (tests/core/test_units.py holds this to Alembic's own answer). None unless there is one."""
+    revisions: set[str] = set()
+    parents: set[str] = set()
+    for script in (MIGRATIONS_DIR / "versions").glob("*.py"):
+        text = script.read_text()
+        revision = re.search(r'^revision = "([^"]+)"$', text, re.MULTILINE)
+        if revision is None:
+            return None
+        revisions.add(revision[1])
+        parents.update(re.findall(r'^down_revision = "([^"]+)"$', text, re.MULTILINE))
+    heads = revisions - parents
+    return heads.pop() if len(heads) == 1 else None
 
 
 def _prepare_sqlite(engine: Engine) -> None:
@@ -132,7 +148,14 @@ class Database:
             yield session
 
     def migrate(self) -> None:
-        """Bring the schema to the newest Alembic revision (safe to run from many processes)."""
+        """Bring the schema to the newest Alembic revision (safe to run from many processes).
+        A database already there is only read: Alembic is not even imported."""
+        head = head_revision()
+        if head is not None and self.revision() == head:
+            return
+        from alembic import command
+        from alembic.config import Config
+
         config = Config()
         config.set_main_option("script_location", str(MIGRATIONS_DIR))
         with self.engine.connect() as connection:
@@ -149,6 +172,15 @@ class Database:
                         text("SELECT pg_advisory_unlock(:id)"), {"id": MIGRATION_LOCK_ID}
                     )
                     connection.commit()
+
+    def revision(self) -> str | None:
+        """The schema's Alembic revision; None before the first migration."""
+        with self.engine.connect() as connection:
+            try:
+                rows = connection.execute(text("SELECT version_num FROM alembic_version")).all()
+            except (sqlalchemy_errors.ProgrammingError, sqlalchemy_errors.OperationalError):
+                return None  # no such table yet (a database that cannot answer fails below)
+        return rows[0][0] if len(rows) == 1 else None
 
     def dispose(self) -> None:
         self.engine.dispose()

@@ -33,7 +33,6 @@ from gateway.middleware import AuthMiddleware, BodyLimitMiddleware
 from gateway.nul import NulCharacterMiddleware
 from gateway.openapi import install_openapi, operation_id
 from gateway.runtime import Gateway
-from gateway.styles.router import SENTENCE_MODEL
 from gateway.styles.router import router as styles_router
 from gateway.uploads.router import router as uploads_router
 from gateway.videos.router import router as videos_router
@@ -75,7 +74,7 @@ def create_app(gateway: Gateway) -> FastAPI:
     @contextlib.asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
         services = gateway.services
-        SENTENCE_MODEL.start()
+        gateway.sentence_model.start()
         sweep = JobSweep(gateway.lifecycle)
         await services.events.start()
         workers = gateway.embedded_workers
@@ -128,7 +127,7 @@ def create_app(gateway: Gateway) -> FastAPI:
     app.include_router(health.router)
     install_dashboard(app)
     app.state.readiness = ReadinessChecks(gateway.services)
-    app.state.readiness_extra = {"sentenceModel": SENTENCE_MODEL.check}
+    app.state.readiness_extra = {"sentenceModel": gateway.sentence_model.check}
     install_error_handlers(app)
     install_openapi(app)
     install_docs(app, "/v1/openapi.json")

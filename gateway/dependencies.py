@@ -12,6 +12,9 @@ from core.errors import InvalidInput
 from core.jobs.creation import JobCreation
 from core.jobs.lifecycle import JobLifecycle
 from core.services import Services
+from core.styles.assets import LinkSlots
+from core.styles.search import FolderCache
+from core.styles.semantics import AssetSemantics
 from gateway.jobs.reads import JobReads
 from gateway.metrics import GatewayMetrics
 from gateway.runtime import Gateway
@@ -45,6 +48,18 @@ async def _metrics(request: Request) -> GatewayMetrics:
 
 async def job_reads_of(request: Request) -> JobReads:
     return runtime_of(request).job_reads
+
+
+async def _semantics(request: Request) -> AssetSemantics:
+    return runtime_of(request).semantics
+
+
+async def _folders(request: Request) -> FolderCache:
+    return runtime_of(request).folders
+
+
+async def _link_slots(request: Request) -> LinkSlots:
+    return runtime_of(request).link_slots
 
 
 async def single_query_values(request: Request) -> None:
@@ -106,3 +121,6 @@ CreationDep = Annotated[JobCreation, Depends(_creation)]
 MetricsDep = Annotated[GatewayMetrics, Depends(_metrics)]
 JobReadsDep = Annotated[JobReads, Depends(job_reads_of)]
 SignerDep = Annotated[UrlSigner, Depends(url_signer_of)]
+SemanticsDep = Annotated[AssetSemantics, Depends(_semantics)]
+FoldersDep = Annotated[FolderCache, Depends(_folders)]
+LinkSlotsDep = Annotated[LinkSlots, Depends(_link_slots)]

@@ -1,6 +1,8 @@
 """What one gateway process holds: the shared services, the job lifecycle, job creation, the rate
-limiter, the metrics, the job reads and, in embedded mode, the workers running in this process
-(assembled by `sfumato/processes.py`)."""
+limiter, the metrics, the job reads, what style search and asset links use (the sentence model's
+functions and their load, the folders searched lately, the link requests running) and, in
+embedded mode, the workers running in this process (assembled by `sfumato/processes.py`, the
+only place process-wide state is made)."""
 
 from __future__ import annotations
 
@@ -11,6 +13,9 @@ from typing import Protocol
 from core.jobs.creation import JobCreation
 from core.jobs.lifecycle import JobLifecycle
 from core.services import Services
+from core.styles.assets import LinkSlots
+from core.styles.search import FolderCache
+from core.styles.semantics import AssetSemantics, SentenceModelLoad
 from gateway.jobs.reads import JobReads
 from gateway.limits import RateLimiter
 from gateway.metrics import GatewayMetrics
@@ -33,6 +38,10 @@ class Gateway:
     metrics: GatewayMetrics
     # One for the process: long-polls woken together share its reads.
     job_reads: JobReads
+    semantics: AssetSemantics
+    sentence_model: SentenceModelLoad
+    folders: FolderCache = field(default_factory=FolderCache)
+    link_slots: LinkSlots = field(default_factory=LinkSlots)
     embedded_workers: InProcessWorkers | None = None
     # Set when the server begins shutting down (`sfumato/http_server.py`): held event streams end.
     closing: asyncio.Event = field(default_factory=asyncio.Event)

@@ -12,6 +12,7 @@ from core.jobs import service as jobs_service
 from core.jobs.contract import Operation, Queue
 from core.jobs.lifecycle import JobLifecycle
 from core.services import Services
+from core.styles.semantics import AssetSemantics
 from core.tables import Job, Media
 from pipelines.base import Cancelled
 from pipelines.registry import PipelineRegistry
@@ -29,7 +30,11 @@ from workers.warm_up import count_model_cache_lookups, warm_up
 
 class JobRunner:
     def __init__(
-        self, services: Services, pipelines: PipelineRegistry, lifecycle: JobLifecycle
+        self,
+        services: Services,
+        pipelines: PipelineRegistry,
+        semantics: AssetSemantics,
+        lifecycle: JobLifecycle,
     ) -> None:
         self.services = services
         self.pipelines = pipelines
@@ -41,7 +46,7 @@ class JobRunner:
         batcher.listeners.append(metrics.batch_ran)
         self.operations = Operations(services, pipelines, batcher)
         self.store = OutputStore(services, lifecycle)
-        self.style_extraction = StyleExtraction(services, pipelines, self.store)
+        self.style_extraction = StyleExtraction(services, pipelines, semantics, self.store)
         self.settlement = Settlement(lifecycle, self.store)
         self.leases = Leases(lifecycle)
         count_model_cache_lookups(pipelines)

@@ -26,7 +26,8 @@ from core.images import ImageFacts, NotAnImage, TooManyPixels, inspect_image
 from core.jobs.contract import NOTES_SEPARATOR, ExtractStyleInputs, SavedStyleRef, StyleResult
 from core.services import Services
 from core.settings import Settings
-from core.styles import service as styles_service
+from core.styles.assets import AssetDraft, build_assets, describe_draft
+from core.styles.semantics import AssetSemantics
 from core.tables import Job, Media, Style
 from pipelines.base import ExtractStyleInput, JobControl
 from pipelines.registry import PipelineRegistry
@@ -35,10 +36,7 @@ from pipelines.styles import (
     Browser,
     Extraction,
     RenderBudget,
-    describe_image,
-    embed_texts,
     find_chromium,
-    rank_by_similarity,
     shared_browser,
 )
 from pipelines.styles.extract import TEXT_ONLY_NOTE
@@ -49,7 +47,6 @@ log = logging.getLogger(__name__)
 # The brand images an extraction seeds a style's folder with (logo, hero, social image).
 MAX_BRAND_IMAGES = 3
 MAX_BRAND_BYTES = 12 * 1024 * 1024
-ASSET_SEMANTICS = styles_service.AssetSemantics(describe_image, embed_texts, rank_by_similarity)
 
 
 def vet_brand_image(body: bytes, max_pixels: int) -> ImageFacts | None:
@@ -107,9 +104,16 @@ class StyleExtractor:
 
 
 class StyleExtraction:
-    def __init__(self, services: Services, pipelines: PipelineRegistry, store: OutputStore) -> None:
+    def __init__(
+        self,
+        services: Services,
+        pipelines: PipelineRegistry,
+        semantics: AssetSemantics,
+        store: OutputStore,
+    ) -> None:
         self.services = services
         self.pipelines = pipelines
+        self.semantics = semantics
         self.store = store
         self.extractor = StyleExtractor(services.settings)
 
@@ -126,7 +130,7 @@ class StyleExtraction:
         try:
             stored = self._store_brand_images(job, style_id, extraction.brand_images, media)
             drafts = [draft for _, draft in stored]
-            assets = styles_service.build_assets(ASSET_SEMANTICS, style_id, job.account_id, drafts)
+            assets = build_assets(self.semantics, style_id, job.account_id, drafts)
         except BaseException:
             self.store.discard(media)
             raise
@@ -152,12 +156,12 @@ class StyleExtraction:
 
     def _store_brand_images(
         self, job: Job, style_id: str, images: list[BrandImage], media: list[Media]
-    ) -> list[tuple[str, styles_service.AssetDraft]]:
+    ) -> list[tuple[str, AssetDraft]]:
         """Re-host the site's brand images (logo first) as the style's seed assets, adding their
         rows to `media` as they are stored: each checked as uploads and references are (stored
         as the PNG, JPEG, GIF or WebP it really is, anything else refused), the same bytes once,
         at most MAX_BRAND_IMAGES and MAX_BRAND_BYTES in all. Returns (role, draft) pairs."""
-        drafts: list[tuple[str, styles_service.AssetDraft]] = []
+        drafts: list[tuple[str, AssetDraft]] = []
         seen: set[str] = set()
         budget = MAX_BRAND_BYTES
         for image in images[:MAX_BRAND_IMAGES]:
@@ -177,8 +181,8 @@ class StyleExtraction:
             media.append(row)
             path_name = os.path.basename(urlsplit(image.url).path) if image.url else ""
             stem = os.path.splitext(path_name)[0] if path_name else image.role
-            draft = styles_service.describe_draft(
-                ASSET_SEMANTICS,
+            draft = describe_draft(
+                self.semantics,
                 media_id=row.id,
                 storage_key=key,
                 name=f"{stem}{facts.extension}",

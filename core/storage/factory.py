@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 from urllib.parse import parse_qs, urlsplit
 
 from core.settings import Settings
 from core.storage.base import Storage
 from core.storage.local import LocalStorage
-from core.storage.s3 import S3Storage
+
+if TYPE_CHECKING:
+    from core.storage.s3 import S3Storage
 
 SUPPORTED = "file://PATH or s3://BUCKET[?endpoint=URL&public_endpoint=URL&region=NAME]"
 
@@ -25,6 +28,9 @@ def storage_from_settings(settings: Settings) -> Storage:
 
 
 def _s3_storage(url: str) -> S3Storage:
+    # Imported here: a deployment on local files never loads boto3.
+    from core.storage.s3 import S3Storage
+
     parts = urlsplit(url)
     options = {name: values[-1] for name, values in parse_qs(parts.query).items()}
     unknown = set(options) - {"endpoint", "public_endpoint", "region"}

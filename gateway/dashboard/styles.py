@@ -11,12 +11,13 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Query, Response
 
+from core.styles import assets as style_assets
+from core.styles import search as style_search
 from core.styles import service as styles_service
 from core.tables import Style
 from gateway.dashboard.create import FormRefused, create_job, image_choices
 from gateway.dashboard.jobs import gallery_for, signer_for
 from gateway.dashboard.web import PREFIX, DashboardRoute, Page, PageDep, PostedDep, see_other
-from gateway.styles.router import FOLDERS, LINK_SLOTS, SEMANTICS
 
 router = APIRouter(route_class=DashboardRoute)
 HEX = re.compile(r"^#[0-9A-Fa-f]{6}$")
@@ -135,12 +136,18 @@ def _style_page(
         raise styles_service.StyleNotFound()
     signer = signer_for(page)
     cursor = page.request.query_params.get("cursor")
-    assets, next_cursor = styles_service.list_assets(
+    assets, next_cursor = style_assets.list_assets(
         page.services.db, page.user.account_id, style_id, cursor, PAGE_SIZE
     )
     hits = (
-        styles_service.search(
-            page.services.db, SEMANTICS, FOLDERS, page.user.account_id, style_id, query, 12
+        style_search.search(
+            page.services.db,
+            page.runtime.semantics,
+            page.runtime.folders,
+            page.user.account_id,
+            style_id,
+            query,
+            12,
         )
         if query
         else []
@@ -174,7 +181,12 @@ def link_assets(page: PostedDep, style_id: str) -> Response:
     images = page.fields("images")
     if not images:
         return _style_page(page, style_id, 400, message="Choose at least one image to link.")
-    styles_service.link_assets(
-        page.services, SEMANTICS, LINK_SLOTS, page.user.account_id, style_id, images
+    style_assets.link_assets(
+        page.services,
+        page.runtime.semantics,
+        page.runtime.link_slots,
+        page.user.account_id,
+        style_id,
+        images,
     )
     return see_other(f"{PREFIX}/styles/{style_id}#folder")

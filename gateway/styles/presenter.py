@@ -6,7 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 from core.clock import isoformat_ms
-from core.styles.service import SearchHit, palette_of
+from core.styles.search import SearchHit
+from core.styles.service import palette_of
 from core.tables import Style, StyleAsset
 from gateway.signing import UrlSigner
 

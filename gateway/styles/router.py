@@ -1,24 +1,22 @@
 """Brand styles: extraction, reads, the linked folder of assets and semantic search over it.
 
 Search embeds its query while the request waits, so the sentence model runs in the gateway
-process: `pipelines.styles`' pure embedding functions are handed to the styles service here,
-the one place the gateway reaches into pipelines (docs/architecture.md). The model loads once
-per process, at start-up in a background thread (`SENTENCE_MODEL`, started by the lifespan;
-`/readyz` is not ready until it is loaded); handlers are plain `def`s, so FastAPI runs them (and
-the model: NumPy, which lets go of the interpreter lock in its matrix products) in its thread
-pool, off the event loop."""
+process: its functions come with the runtime (`Gateway.semantics`, made by the composition root;
+the model loads at start-up in a background thread, and `/readyz` is not ready until it is
+loaded). Handlers are plain `def`s, so FastAPI runs them (and the model: NumPy, which lets go of
+the interpreter lock in its matrix products) in its thread pool, off the event loop."""
 
 from __future__ import annotations
 
-import logging
-import threading
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Query, Response
 
 from core.jobs.creation import ExtractStyleJobRequest
+from core.styles import assets as style_assets
+from core.styles import search as style_search
 from core.styles import service as styles_service
-from core.styles.service import AssetSemantics, FolderCache, LinkSlots, StyleNotFound
+from core.styles.service import StyleNotFound
 from gateway.auth import CallerDep
 from gateway.contract import (
     CREATE_ERROR_RESPONSES,
@@ -27,7 +25,14 @@ from gateway.contract import (
     ContractRoute,
     JobEnvelope,
 )
-from gateway.dependencies import DatabaseDep, ServicesDep, SignerDep
+from gateway.dependencies import (
+    DatabaseDep,
+    FoldersDep,
+    LinkSlotsDep,
+    SemanticsDep,
+    ServicesDep,
+    SignerDep,
+)
 from gateway.jobs.creation import CreateJobDep
 from gateway.paths import StyleId
 from gateway.styles.presenter import StylePresenter
@@ -41,49 +46,8 @@ from gateway.styles.schemas import (
     StyleEnvelope,
     StylePage,
 )
-from pipelines.styles import (
-    describe_image,
-    embed_texts,
-    embeddings_loaded,
-    load_embeddings,
-    rank_by_similarity,
-)
 
-log = logging.getLogger(__name__)
 router = APIRouter(route_class=ContractRoute, responses=ERROR_RESPONSES)
-
-
-class SentenceModelLoad:
-    """The sentence model loaded at start-up in a background thread, so no search pays for it
-    and the event loop never waits on it; `check` is a readiness check (raises until loaded)."""
-
-    def __init__(self) -> None:
-        self._started = threading.Event()
-        self._failure: str | None = None
-
-    def start(self) -> None:
-        if self._started.is_set() or embeddings_loaded():
-            return
-        self._started.set()
-        threading.Thread(target=self._load, name="sentence-model", daemon=True).start()
-
-    def _load(self) -> None:
-        try:
-            load_embeddings()
-        except Exception as error:  # a search loads it again on first use
-            log.exception("loading the sentence model failed")
-            self._failure = f"{type(error).__name__}: {error}"
-
-    def check(self) -> None:
-        if embeddings_loaded():
-            return
-        raise RuntimeError(self._failure or "loading")
-
-
-SENTENCE_MODEL = SentenceModelLoad()
-SEMANTICS = AssetSemantics(describe=describe_image, embed=embed_texts, rank=rank_by_similarity)
-FOLDERS = FolderCache()
-LINK_SLOTS = LinkSlots()
 
 
 @router.post(
@@ -142,10 +106,12 @@ def add_style_assets(
     body: LinkAssetsRequest,
     caller: CallerDep,
     services: ServicesDep,
+    semantics: SemanticsDep,
+    link_slots: LinkSlotsDep,
     signer: SignerDep,
 ) -> Any:
-    assets = styles_service.link_assets(
-        services, SEMANTICS, LINK_SLOTS, caller.account_id, style_id, body.images
+    assets = style_assets.link_assets(
+        services, semantics, link_slots, caller.account_id, style_id, body.images
     )
     presenter = StylePresenter(signer)
     return {"data": [presenter.asset(asset) for asset in assets]}
@@ -164,7 +130,7 @@ def list_style_assets(
     cursor: Annotated[str | None, Query(max_length=512)] = None,
     limit: Annotated[int, Query(ge=1, le=50)] = 20,
 ) -> Any:
-    assets, next_cursor = styles_service.list_assets(db, caller.account_id, style_id, cursor, limit)
+    assets, next_cursor = style_assets.list_assets(db, caller.account_id, style_id, cursor, limit)
     presenter = StylePresenter(signer)
     return {"data": [presenter.asset(asset) for asset in assets], "nextCursor": next_cursor}
 
@@ -175,10 +141,16 @@ def list_style_assets(
     summary="Semantic search over a style's linked assets",
 )
 def search_style(
-    style_id: StyleId, body: SearchRequest, caller: CallerDep, db: DatabaseDep, signer: SignerDep
+    style_id: StyleId,
+    body: SearchRequest,
+    caller: CallerDep,
+    db: DatabaseDep,
+    semantics: SemanticsDep,
+    folders: FoldersDep,
+    signer: SignerDep,
 ) -> Any:
-    hits = styles_service.search(
-        db, SEMANTICS, FOLDERS, caller.account_id, style_id, body.query, body.limit
+    hits = style_search.search(
+        db, semantics, folders, caller.account_id, style_id, body.query, body.limit
     )
     presenter = StylePresenter(signer)
     return {"data": [presenter.hit(hit) for hit in hits]}

@@ -3,13 +3,16 @@
 One module per command group: server.py (serve, worker, migrate, demo), accounts.py, keys.py,
 models.py (the diffusion model registry); the commands that call a server through the Python
 client: generation.py (generate, edit, reframe, upscale, animate, transition), jobs.py,
-styles.py (style extract, search), sharing remote.py.
+styles.py (style extract, search), sharing remote.py. Each command imports the service's
+modules when it runs (sfumato/cli/common.py says why).
 """
 
 from __future__ import annotations
 
-from importlib.metadata import version
 from typing import Annotated
+
+# First: the start-up phases count from here.
+from sfumato import startup  # noqa: F401  # isort: skip
 
 import typer
 
@@ -34,6 +37,8 @@ for generation_command in generation.COMMANDS:
 
 def _print_version(asked: bool) -> None:
     if asked:
+        from importlib.metadata import version
+
         typer.echo(f"sfumato {version('sfumato')}")
         raise typer.Exit()
 

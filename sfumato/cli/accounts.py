@@ -7,7 +7,6 @@ from typing import Annotated
 
 import typer
 
-from core.accounts import service as accounts
 from sfumato.cli.common import fail, open_services
 
 accounts_app = typer.Typer(help="Accounts and credits.", no_args_is_help=True)
@@ -20,6 +19,8 @@ def accounts_create(
     credits: Annotated[int, typer.Option(min=0)] = 0,
 ) -> None:
     """Create an account."""
+    from core.accounts import service as accounts
+
     try:
         account = accounts.create_account(open_services().db, email, plan, credits)
     except accounts.AccountError as error:
@@ -30,6 +31,8 @@ def accounts_create(
 @accounts_app.command("list")
 def accounts_list() -> None:
     """List accounts."""
+    from core.accounts import service as accounts
+
     for account in accounts.list_accounts(open_services().db):
         typer.echo(
             f"{account.id}  {account.email}  plan={account.plan_id}  "
@@ -40,6 +43,8 @@ def accounts_list() -> None:
 @accounts_app.command("show")
 def accounts_show(email: str) -> None:
     """The account, its balance and every ledger movement (the audit trail)."""
+    from core.accounts import service as accounts
+
     try:
         statement = accounts.statement(open_services().db, email)
     except accounts.AccountError as error:
@@ -65,6 +70,8 @@ def accounts_credit(
     reason: Annotated[str, typer.Option(help="Why, for the ledger")],
 ) -> None:
     """Grant credits (a ledger row with the reason)."""
+    from core.accounts import service as accounts
+
     try:
         account = accounts.grant_credits(open_services().db, email, amount, reason)
     except accounts.AccountError as error:
@@ -75,6 +82,8 @@ def accounts_credit(
 @accounts_app.command("set-plan")
 def accounts_set_plan(email: str, plan: str) -> None:
     """Move an account to another plan."""
+    from core.accounts import service as accounts
+
     try:
         services = open_services()
         account = accounts.set_plan(services.db, services.events, email, plan)
@@ -97,6 +106,8 @@ def read_new_password() -> str:
 def accounts_set_password(email: str) -> None:
     """Set the account's dashboard password (read from standard input; at least 10
     characters); every dashboard session of the account ends."""
+    from core.accounts import service as accounts
+
     password = read_new_password()
     try:
         account = accounts.set_password(open_services().db, email, password)
@@ -111,6 +122,8 @@ def accounts_set_admin(
     revoke: Annotated[bool, typer.Option("--revoke", help="Take the admin pages away")] = False,
 ) -> None:
     """Let the account use the dashboard's admin pages (accounts, plans, credits)."""
+    from core.accounts import service as accounts
+
     try:
         account = accounts.set_admin(open_services().db, email, not revoke)
     except accounts.AccountError as error:

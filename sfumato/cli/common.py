@@ -1,19 +1,32 @@
-"""What every command shares: the services of this process, failing with a message, logging."""
+"""What every command shares: the services of this process, failing with a message, logging.
+
+Commands import the service's modules when they run, never at the top of a command module: the
+CLI starts (`--help`, `--version`) without loading the database, the broker or the pipelines
+(tests/client/test_cli_start.py holds it to that).
+"""
 
 from __future__ import annotations
 
 import logging
-from typing import NoReturn
+from typing import TYPE_CHECKING, NoReturn
 
 import typer
 
-from core.services import Services
-from core.settings import Settings
+if TYPE_CHECKING:
+    from core.services import Services
+
+
+def services_from_environment() -> Services:
+    """The services the environment's settings describe, not yet prepared."""
+    from core.services import Services
+    from core.settings import Settings
+
+    return Services.from_settings(Settings())
 
 
 def open_services() -> Services:
     """The services from the environment's settings, the schema migrated and plans written."""
-    services = Services.from_settings(Settings())
+    services = services_from_environment()
     services.prepare()
     return services
 

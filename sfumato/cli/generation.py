@@ -8,14 +8,6 @@ from typing import Annotated
 
 import typer
 
-from core.jobs.contract import (
-    FramesAspectRatio,
-    GenerateAspectRatio,
-    ImageResolution,
-    Quality,
-    ResizeAspectRatio,
-    VideoResolution,
-)
 from sfumato.cli.remote import ApiKeyOption, ApiUrlOption, OutputOption, choice, connected, finish
 
 CURRENT_DIRECTORY = Path(".")
@@ -28,7 +20,7 @@ NegativePromptOption = Annotated[
 VideoResolutionOption = Annotated[
     str | None,
     typer.Option(
-        help="480p or 720p (default 720p).", callback=choice(VideoResolution, "--resolution")
+        help="480p or 720p (default 720p).", callback=choice("VideoResolution", "--resolution")
     ),
 ]
 
@@ -38,19 +30,19 @@ def generate(
     ratio: Annotated[
         str | None,
         typer.Option(
-            help="Aspect ratio (default 1:1).", callback=choice(GenerateAspectRatio, "--ratio")
+            help="Aspect ratio (default 1:1).", callback=choice("GenerateAspectRatio", "--ratio")
         ),
     ] = None,
     quality: Annotated[
         str | None,
         typer.Option(
-            help="low, medium or high (default medium).", callback=choice(Quality, "--quality")
+            help="low, medium or high (default medium).", callback=choice("Quality", "--quality")
         ),
     ] = None,
     resolution: Annotated[
         str | None,
         typer.Option(
-            help="1K, 2K or 4K (default 1K).", callback=choice(ImageResolution, "--resolution")
+            help="1K, 2K or 4K (default 1K).", callback=choice("ImageResolution", "--resolution")
         ),
     ] = None,
     variations: Annotated[int | None, typer.Option(help="1 to 4 images.")] = None,
@@ -99,12 +91,12 @@ def reframe(
     image_id: str,
     ratio: Annotated[
         str,
-        typer.Option(help="The new aspect ratio.", callback=choice(ResizeAspectRatio, "--ratio")),
+        typer.Option(help="The new aspect ratio.", callback=choice("ResizeAspectRatio", "--ratio")),
     ],
     resolution: Annotated[
         str | None,
         typer.Option(
-            help="1K, 2K or 4K (default 1K).", callback=choice(ImageResolution, "--resolution")
+            help="1K, 2K or 4K (default 1K).", callback=choice("ImageResolution", "--resolution")
         ),
     ] = None,
     output: OutputOption = CURRENT_DIRECTORY,
@@ -119,7 +111,7 @@ def reframe(
 def upscale(
     image_id: str,
     resolution: Annotated[
-        str, typer.Option(help="1K, 2K or 4K.", callback=choice(ImageResolution, "--resolution"))
+        str, typer.Option(help="1K, 2K or 4K.", callback=choice("ImageResolution", "--resolution"))
     ],
     output: OutputOption = CURRENT_DIRECTORY,
     api_url: ApiUrlOption = None,
@@ -163,7 +155,7 @@ def transition(
         str | None,
         typer.Option(
             help="Aspect ratio (default auto: the start frame's).",
-            callback=choice(FramesAspectRatio, "--ratio"),
+            callback=choice("FramesAspectRatio", "--ratio"),
         ),
     ] = None,
     resolution: VideoResolutionOption = None,

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from core.jobs.contract import JobStatus
 from sfumato.cli.remote import ApiKeyOption, ApiUrlOption, choice, connected, follow
-from sfumato_client import JobData
+
+if TYPE_CHECKING:
+    from sfumato_client import JobData
 
 jobs_app = typer.Typer(help="Jobs on a server: list, show, cancel.", no_args_is_help=True)
 
@@ -34,7 +35,7 @@ def describe(job: JobData) -> str:
 def list_jobs(
     status: Annotated[
         str | None,
-        typer.Option(help="Only jobs in this status.", callback=choice(JobStatus, "--status")),
+        typer.Option(help="Only jobs in this status.", callback=choice("JobStatus", "--status")),
     ] = None,
     video: Annotated[
         bool, typer.Option("--video", help="Video jobs instead of image jobs.")

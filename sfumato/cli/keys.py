@@ -6,7 +6,6 @@ from typing import Annotated
 
 import typer
 
-from core.accounts import service as accounts
 from sfumato.cli.common import fail, open_services
 
 keys_app = typer.Typer(help="API keys.", no_args_is_help=True)
@@ -21,6 +20,8 @@ def keys_create(
     ] = None,
 ) -> None:
     """Create a key; its plaintext is the last line printed, and is never shown again."""
+    from core.accounts import service as accounts
+
     try:
         new = accounts.create_key(open_services().db, email, name, expires_in)
     except accounts.AccountError as error:
@@ -33,6 +34,8 @@ def keys_create(
 @keys_app.command("list")
 def keys_list(email: str) -> None:
     """List an account's keys (never their secrets)."""
+    from core.accounts import service as accounts
+
     try:
         keys = accounts.list_keys(open_services().db, email)
     except accounts.AccountError as error:
@@ -48,6 +51,8 @@ def keys_list(email: str) -> None:
 @keys_app.command("rename")
 def keys_rename(key_id: str, name: str) -> None:
     """Give a key another name."""
+    from core.accounts import service as accounts
+
     try:
         key = accounts.rename_key(open_services().db, key_id, name)
     except accounts.AccountError as error:
@@ -56,6 +61,8 @@ def keys_rename(key_id: str, name: str) -> None:
 
 
 def _set_state(key_id: str, state: str) -> None:
+    from core.accounts import service as accounts
+
     try:
         services = open_services()
         key = accounts.set_key_state(services.db, services.events, key_id, state)

@@ -4,9 +4,11 @@ whether this machine can load (and run) it. The logic lives in `models/`."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, NoReturn
+from typing import TYPE_CHECKING, Annotated
 
 import typer
+
+from sfumato.cli.common import fail
 
 if TYPE_CHECKING:
     from models.install import Installed
@@ -33,18 +35,13 @@ def _settings(directory: Path | None = None) -> ModelSettings:
     return ModelSettings(models_dir=directory) if directory else ModelSettings()
 
 
-def _fail(message: str) -> NoReturn:
-    typer.echo(f"error: {message}", err=True)
-    raise typer.Exit(code=1)
-
-
 def _registry(settings: ModelSettings) -> ModelRegistry:
     from models.registry import RegistryError, find_registry
 
     try:
         return find_registry(settings)
     except RegistryError as error:
-        _fail(str(error))
+        fail(str(error))
 
 
 @models_app.command("presets")
@@ -78,7 +75,7 @@ def _installed(settings: ModelSettings) -> list[Installed]:
     try:
         return installed(settings)
     except RegistryError as error:
-        _fail(str(error))
+        fail(str(error))
 
 
 @models_app.command("pull")
@@ -118,7 +115,7 @@ def models_remove(
         try:
             typer.echo(remove(name, settings))
         except PullError as error:
-            _fail(str(error))
+            fail(str(error))
 
 
 @models_app.command("list")

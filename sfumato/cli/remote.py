@@ -9,14 +9,16 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from functools import cache
 from pathlib import Path
-from typing import Annotated, Any, NoReturn, get_args
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn, get_args
 
 import typer
-from rich.console import Console
-from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, TimeElapsedColumn
 
-from sfumato_client import APIError, Client, Job, JobFailedError
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from sfumato_client import APIError, Client, Job
 
 EXIT_JOB_FAILED = 1
 EXIT_USAGE = 2
@@ -45,17 +47,29 @@ OutputOption = Annotated[
     ),
 ]
 
-err = Console(stderr=True)
+
+@cache
+def err() -> Console:
+    """Standard error, for what is not the command's result (progress, errors, hints)."""
+    from rich.console import Console
+
+    return Console(stderr=True)
 
 
-def choice(literal: Any, option: str) -> Callable[[str | None], str | None]:
-    """A callback that accepts only the values of one of core's Literal or enum types (the
-    lists of SPEC.md), so that a value the server would refuse is a usage error before any
-    request."""
-    allowed = get_args(literal) or tuple(member.value for member in literal)
+def choice(values: str, option: str) -> Callable[[str | None], str | None]:
+    """A callback that accepts only the values of `values`, the name of one of the Literal or
+    enum types of `core.jobs.contract` (the lists of SPEC.md), so that a value the server would
+    refuse is a usage error before any request. The contract is imported when a value is
+    checked, not when the CLI starts."""
 
     def check(value: str | None) -> str | None:
-        if value is not None and value not in allowed:
+        if value is None:
+            return value
+        from core.jobs import contract
+
+        kind = getattr(contract, values)
+        allowed = get_args(kind) or tuple(member.value for member in kind)
+        if value not in allowed:
             raise typer.BadParameter(
                 f"{value!r} is not one of {', '.join(allowed)}", param_hint=option
             )
@@ -67,14 +81,16 @@ def choice(literal: Any, option: str) -> Callable[[str | None], str | None]:
 @contextmanager
 def connected(api_url: str | None, api_key: str | None) -> Iterator[Client]:
     """The client, and the API's errors as exit code 3 with one line: code and message."""
+    from sfumato_client import APIError, Client, JobFailedError
+
     if not api_url:
-        err.print("error: no server: pass --api-url or set SFUMATO_API_URL (ending in /v1)")
+        err().print("error: no server: pass --api-url or set SFUMATO_API_URL (ending in /v1)")
         raise typer.Exit(EXIT_USAGE)
     try:
         with Client(api_url, api_key) as client:
             yield client
     except JobFailedError as failed:
-        err.print(f"job {failed.job.id} failed: {failed.message}", markup=False)
+        err().print(f"job {failed.job.id} failed: {failed.message}", markup=False)
         raise typer.Exit(EXIT_JOB_FAILED) from None
     except APIError as error:
         # Every route is under /v1: a 404 from an address without it names the likelier cause.
@@ -85,9 +101,9 @@ def connected(api_url: str | None, api_key: str | None) -> Iterator[Client]:
 
 def api_error(error: APIError, hint: str | None = None) -> NoReturn:
     label = error.code or (f"HTTP {error.status}" if error.status else "CONNECTION_ERROR")
-    err.print(f"error: {label}: {error.message}", markup=False, soft_wrap=True)
+    err().print(f"error: {label}: {error.message}", markup=False, soft_wrap=True)
     if hint:
-        err.print(f"hint: {hint}", markup=False, soft_wrap=True)
+        err().print(f"hint: {hint}", markup=False, soft_wrap=True)
     raise typer.Exit(EXIT_API_ERROR)
 
 
@@ -95,6 +111,14 @@ def follow(client: Client, job: Job) -> Job:
     """Prints the job id, shows a progress bar until the job is terminal (the event stream,
     else long-polls) and returns it; raises JobFailedError when it failed. Ctrl-C asks whether
     to cancel the job (otherwise it keeps running, to be found again with `sfumato jobs show`)."""
+    from rich.progress import (
+        BarColumn,
+        Progress,
+        TaskProgressColumn,
+        TextColumn,
+        TimeElapsedColumn,
+    )
+
     columns = (
         TextColumn("{task.description}"),
         BarColumn(),
@@ -103,7 +127,7 @@ def follow(client: Client, job: Job) -> Job:
     )
     try:
         typer.echo(f"job {job.id} ({job.type})")
-        with Progress(*columns, console=err, transient=False) as progress:
+        with Progress(*columns, console=err(), transient=False) as progress:
             task = progress.add_task(job.status, total=1.0)
 
             def show(update: Any) -> None:
@@ -121,9 +145,9 @@ def interrupted(client: Client, job: Job) -> NoReturn:
         cancel = False
     if cancel:
         cancelled = client.jobs.cancel(job.id)
-        err.print(f"job {job.id} cancelled ({cancelled.status})")
+        err().print(f"job {job.id} cancelled ({cancelled.status})")
     else:
-        err.print(f"job {job.id} keeps running: sfumato jobs show {job.id}")
+        err().print(f"job {job.id} keeps running: sfumato jobs show {job.id}")
     raise typer.Exit(EXIT_INTERRUPTED)
 
 

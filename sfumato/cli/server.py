@@ -7,9 +7,14 @@ from typing import Annotated
 
 import typer
 
-from core.accounts import service as accounts
-from sfumato.cli.common import configure_logging, fail, open_services
+from sfumato.cli.common import (
+    configure_logging,
+    fail,
+    open_services,
+    services_from_environment,
+)
 from sfumato.cli.models import models_greeting
+from sfumato.startup import StartupPhases
 
 DEMO_EMAIL = "demo@sfumato.local"
 DEMO_KEY_FILE = "demo-api-key"
@@ -40,8 +45,13 @@ def serve(
     from sfumato import processes
 
     configure_logging(log_level)
+    phases = StartupPhases()
+    services = services_from_environment()
+    phases.end("imports")
+    services.prepare()
+    phases.end("migrations")
     try:
-        processes.serve(open_services(), host, port, no_workers, log_level, metrics_port)
+        processes.serve(services, host, port, no_workers, log_level, metrics_port, phases)
     except processes.StartRefused as refused:
         fail(str(refused))
 
@@ -61,8 +71,13 @@ def worker(
     from sfumato import processes
 
     configure_logging(log_level)
+    phases = StartupPhases()
+    services = services_from_environment()
+    phases.end("imports")
+    services.prepare()
+    phases.end("migrations")
     try:
-        processes.run_worker(open_services(), queue, concurrency, metrics_port, log_level)
+        processes.run_worker(services, queue, concurrency, metrics_port, log_level, phases)
     except processes.StartRefused as refused:
         fail(str(refused))
 
@@ -73,6 +88,8 @@ def demo(
     ] = "http://127.0.0.1:8000",
 ) -> None:
     """Make sure a demo account and key exist and print the key (used by `make run`)."""
+    from core.accounts import service as accounts
+
     services = open_services()
     key_file = services.settings.ensure_data_dir() / DEMO_KEY_FILE
     key = key_file.read_text().strip() if key_file.exists() else ""

@@ -7,7 +7,6 @@ from typing import Annotated
 import typer
 
 from sfumato.cli.remote import EXIT_JOB_FAILED, ApiKeyOption, ApiUrlOption, connected, follow
-from sfumato_client.models import SolidColour
 
 style_app = typer.Typer(help="Brand styles on a server: extract, search.", no_args_is_help=True)
 
@@ -15,6 +14,8 @@ style_app = typer.Typer(help="Brand styles on a server: extract, search.", no_ar
 @style_app.command()
 def extract(url: str, api_url: ApiUrlOption = None, api_key: ApiKeyOption = None) -> None:
     """Extract a brand style from a website; prints the new style's id and name."""
+    from sfumato_client.models import SolidColour
+
     with connected(api_url, api_key) as client:
         job = follow(client, client.styles.extract(url))
         if job.result is None or job.result.style is None:

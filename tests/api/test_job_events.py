@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from core.events import RedisJobEvents, job_events_for
+from core.events import job_events_for
+from core.events.redis_bus import RedisJobEvents
 from tests.conftest import embedded_mode
 from tests.support.http_jobs import create, wait_done
 from tests.support.job_events import Event, events_of, sse_lines, stream
@@ -159,14 +160,19 @@ def test_progress_events_cross_replicas_over_redis_and_wake_only_streams(redis_u
         await replica.start()
         try:
             await asyncio.wait_for(replica.subscribed.wait(), 10)
-            job_id = str(uuid.uuid4())
+            job_id, later_job_id = str(uuid.uuid4()), str(uuid.uuid4())
             async with (
                 replica.subscribe(job_id, progress=True) as stream_woken,
                 replica.subscribe(job_id) as long_poll_woken,
+                replica.subscribe(later_job_id) as later_woken,
             ):
                 publisher.publish_progress(job_id)
+                # One channel, one publisher: the replica reads the events in the order they
+                # were sent, so once a later one woke its waiter, the progress event has been
+                # seen by every subscription it could wake.
+                publisher.publish(later_job_id)
                 await asyncio.wait_for(stream_woken.wait(), 5)
-                await asyncio.sleep(0.3)
+                await asyncio.wait_for(later_woken.wait(), 5)
                 assert not long_poll_woken.is_set()
                 stream_woken.clear()
                 publisher.publish(job_id)

@@ -16,7 +16,7 @@ from typing import Any
 import httpx
 import numpy as np
 
-from core.styles.service import LINK_FETCH_SECONDS, LINKS_AT_ONCE
+from core.styles.assets import LINK_FETCH_SECONDS, LINKS_AT_ONCE
 from core.tables import StyleAsset
 from tests.support.http_jobs import create, wait_done
 from tests.support.images import image_bytes

@@ -11,7 +11,8 @@ import pytest
 from fastapi.testclient import TestClient
 
 from core.clock import isoformat_ms
-from core.events import CredentialsMarker, JobEvents
+from core.events import JobEvents
+from core.events.credentials import CredentialsMarker
 from core.ids import parse_uuid, uuid7
 from core.pagination import BadCursor, decode_cursor, encode_cursor
 from gateway.errors import field_path

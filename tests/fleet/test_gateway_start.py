@@ -3,13 +3,14 @@ at start-up (a tenth of a second since it runs on NumPy: pipelines/styles/minilm
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import httpx
 import pytest
 
-from gateway.styles import router as styles_router
-from gateway.styles.router import SentenceModelLoad
+from core.styles.semantics import SentenceModelLoad
+from sfumato.processes import asset_semantics
 from tests.conftest import embedded_mode
 from tests.support.service import Process, free_port, wait_until
 
@@ -40,9 +41,7 @@ def _answers(url: str) -> bool:
         return False
 
 
-def test_the_sentence_model_check_fails_until_loaded_and_names_a_failed_load(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
+def test_the_sentence_model_check_fails_until_loaded_and_names_a_failed_load() -> None:
     """What `/readyz` reports as `sentenceModel` (docs/api.md): unavailable while loading,
     with the error of a load that failed, available once loaded."""
     loaded = False
@@ -50,9 +49,8 @@ def test_the_sentence_model_check_fails_until_loaded_and_names_a_failed_load(
     def fail() -> None:
         raise OSError("weights missing")
 
-    monkeypatch.setattr(styles_router, "embeddings_loaded", lambda: loaded)
-    monkeypatch.setattr(styles_router, "load_embeddings", fail)
-    model = SentenceModelLoad()
+    real = asset_semantics()
+    model = SentenceModelLoad(replace(real, load=fail, loaded=lambda: loaded))
     with pytest.raises(RuntimeError, match="loading"):
         model.check()
     model.start()

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from core.styles.service import FolderCache, SearchFolder
+from core.styles.search import FolderCache, SearchFolder
 from pipelines.styles import (
     AssetFacts,
     InvalidStyle,
