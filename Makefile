@@ -1,12 +1,15 @@
 # Sfumato: `make run` serves on http://127.0.0.1:8000, `make test` runs lint and the whole suite,
-# `make test-fast` the tests not marked slow (no lint).
+# `make test-fast` the tests not marked slow (no lint). Both run the tests on every core
+# (TEST_WORKERS, pytest-xdist; docs/testing.md).
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
 BIN := $(VENV)/bin
 HOST ?= 127.0.0.1
 PORT ?= 8000
+TEST_WORKERS ?= auto
+PYTEST := $(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadgroup
 
-.PHONY: run test test-fast lint format bench install dev clean system-deps gallery
+.PHONY: run test test-fast fuzz lint format bench install dev clean system-deps gallery
 
 $(BIN)/python:
 	$(PYTHON) -c 'import sys; assert sys.version_info[:2] == (3, 11), "Python 3.11 is required"'
@@ -63,11 +66,15 @@ format: dev
 	$(BIN)/ruff check --fix .
 
 test: system-deps lint
-	$(BIN)/python -m pytest
+	$(PYTEST)
 
 # The quick loop while working: no lint, and none of the tests that start real processes.
 test-fast: dev
-	$(BIN)/python -m pytest -m "not slow"
+	$(PYTEST) -m "not slow"
+
+# Schemathesis at random and ten times as many requests (make test sends a fixed sample).
+fuzz: dev
+	SFUMATO_FUZZ=1 $(PYTEST) tests/api/test_schemathesis.py
 
 bench: dev
 	$(BIN)/python -m benchmarks

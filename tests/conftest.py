@@ -7,11 +7,17 @@ Storage tests (uploads, references) also ask for a third deployment by indirect
 parametrization, `pytest.mark.parametrize("service", [..., "s3"], indirect=True)`: embedded,
 with its media in an S3-protocol server the tests start. Being one fixture, only one of the
 three runs at a time (two embedded services in one process would share the in-memory broker).
+
+`make test` runs the suite on every core (pytest-xdist, `--dist loadgroup`); docs/testing.md
+says how the workers are kept apart: each its own PostgreSQL databases, Redis key namespaces,
+ports, data dirs, S3 servers and temporary folders. The tests that load the whole machine share
+one worker (the `xdist_group` named WHOLE_MACHINE), one after another.
 """
 
 from __future__ import annotations
 
 import os
+import tempfile
 import uuid
 from collections.abc import Iterator
 from contextlib import ExitStack
@@ -61,11 +67,40 @@ def postgres_database() -> Iterator[str]:
             connection.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
+WHOLE_MACHINE = "whole-machine"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """The file the steerable test pipelines log to (tests/support/pipelines.py), one per test
+    process, inherited by the worker processes it starts."""
+    folder = Path(tempfile.mkdtemp(prefix="sfumato-test-pipelines-"))
+    os.environ.setdefault("SFUMATO_TEST_PIPELINE_LOG", str(folder / "events.log"))
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The tests marked `whole_machine` (many processes, or timings under load) all go to one
+    test worker (`--dist loadgroup`), and first, so that the longest chain of the run starts at
+    once while the other workers share out the rest."""
+    machine = [item for item in items if item.get_closest_marker("whole_machine")]
+    for item in machine:
+        item.add_marker(pytest.mark.xdist_group(WHOLE_MACHINE))
+    rest = [item for item in items if not item.get_closest_marker("whole_machine")]
+    items[:] = machine + rest
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """The test Redis database emptied once per run, by the process that runs no tests itself
+    when the run is parallel (before its workers start): what a killed earlier run left there
+    goes, and no worker empties it under another. Every deployment of a run keeps to its own
+    keys (`SFUMATO_NAMESPACE`, keys named by random ids)."""
+    if REDIS_URL and not hasattr(session.config, "workerinput"):
+        redis.Redis.from_url(REDIS_URL).flushdb()
+
+
 @pytest.fixture(scope="session")
 def redis_url() -> str:
     if not REDIS_URL:
         pytest.skip("distributed mode needs SFUMATO_TEST_REDIS_URL (set by .ci/run)")
-    redis.Redis.from_url(REDIS_URL).flushdb()
     return REDIS_URL
 
 

@@ -6,6 +6,7 @@ import threading
 import time
 from abc import ABC, abstractmethod
 from collections import OrderedDict
+from collections.abc import Callable
 
 # Download URLs of the objects answers name, kept per store (a key, its address, its expiry).
 REUSED_URLS = 10_000
@@ -15,16 +16,20 @@ class StorageError(Exception):
     """The store could not be reached or refused an operation."""
 
 
-def rounded_expiry(expires_in: int) -> int:
-    """When a download URL asked for now, valid for `expires_in` s, expires: rounded up to the
-    next hour, so that every read within the hour gives one URL (and browsers cache the file)."""
-    return (int(time.time()) + expires_in) // 3600 * 3600 + 3600
+def rounded_expiry(expires_in: int, now: float) -> int:
+    """When a download URL asked for at `now` (a Unix time), valid for `expires_in` s, expires:
+    rounded up to the next hour, so that every read within the hour gives one URL (and browsers
+    cache the file)."""
+    return (int(now) + expires_in) // 3600 * 3600 + 3600
 
 
 class Storage(ABC):
     def __init__(self) -> None:
         self._urls: OrderedDict[tuple[str, str, int, object], str] = OrderedDict()
         self._urls_lock = threading.Lock()
+        # The Unix time, whence every expiry is reckoned (a test stops it to compare two URLs
+        # signed a second apart without a clock crossing an hour between them).
+        self.clock: Callable[[], float] = time.time
 
     @abstractmethod
     def put_bytes(self, key: str, data: bytes, content_type: str) -> None: ...
@@ -62,7 +67,7 @@ class Storage(ABC):
     def url_validity(self, expires_in: int) -> tuple[int, object]:
         """What a download URL asked for now depends on besides its key and address: its expiry
         (rounded, `rounded_expiry`) and the credentials it is signed with."""
-        return rounded_expiry(expires_in), self._signing_identity()
+        return rounded_expiry(expires_in, self.clock()), self._signing_identity()
 
     def _signing_identity(self) -> object:
         """What a reused URL must have been signed with besides its expiry: a URL signed with

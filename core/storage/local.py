@@ -10,7 +10,6 @@ import hashlib
 import hmac
 import os
 import tempfile
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -86,7 +85,7 @@ class LocalStorage(Storage):
         return hmac.new(self._signing_key, message, hashlib.sha256).hexdigest()
 
     def verify(self, method: str, key: str, expires: int, signature: str, *bound: str) -> bool:
-        if expires < time.time():
+        if expires < self.clock():
             return False
         expected = self.signature(method, key, expires, *bound)
         return hmac.compare_digest(expected.encode(), signature.encode())
@@ -98,7 +97,7 @@ class LocalStorage(Storage):
     def upload_url_for(
         self, key: str, *, content_type: str, max_bytes: int, base_url: str, expires_in: int
     ) -> str:
-        expires = int(time.time()) + expires_in
+        expires = int(self.clock()) + expires_in
         signature = self.signature("PUT", key, expires, content_type, str(max_bytes))
         query = urlencode(
             {

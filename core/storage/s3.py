@@ -10,7 +10,6 @@ the host): presigned URLs are written for it, while the service's own calls use 
 from __future__ import annotations
 
 import functools
-import time
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
@@ -118,12 +117,12 @@ class S3Storage(Storage):
         frozen = self._credentials.get_frozen_credentials()
         if frozen.token is None:
             return frozen.access_key
-        return (frozen.access_key, frozen.token, int(time.time()) // TEMPORARY_REUSE_SECONDS)
+        return (frozen.access_key, frozen.token, int(self.clock()) // TEMPORARY_REUSE_SECONDS)
 
     def _signed_url(self, key: str, base_url: str, expires: int) -> str:
         # SigV4 refuses a presigned URL valid for longer than a week.
         return self._presign(
-            "get_object", key, min(expires - int(time.time()), MAX_PRESIGNED_SECONDS)
+            "get_object", key, min(expires - int(self.clock()), MAX_PRESIGNED_SECONDS)
         )
 
     def upload_url_for(

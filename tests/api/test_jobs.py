@@ -6,6 +6,7 @@ import io
 import re
 import threading
 import time
+import uuid
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -16,6 +17,7 @@ from PIL import Image
 from core.jobs import service as jobs_service
 from core.tables import Media
 from tests.support.http_jobs import create, status_of, wait_done
+from tests.support.pipelines import cancelled_prompts
 from tests.support.service import Service, wait_until
 
 ISO_MS = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$")
@@ -199,9 +201,10 @@ def test_cancel_pending_job_refunds_in_full_and_it_never_runs(service: Service) 
         assert data["status"] == "failed"
         assert data["error"] == {"code": "GENERATION_FAILED", "message": "Job cancelled"}
         assert service.balance(key) == 1000
-        for blocker_id in blockers:
+        # Queued behind the cancelled job's task: once it ran, that task was taken and dropped.
+        behind = create(blocker, "[sleep 0] queued behind it")["id"]
+        for blocker_id in [*blockers, behind]:
             wait_done(blocker, blocker_id)
-        time.sleep(0.5)
         assert client.get(f"/jobs/{job['id']}").json()["data"] == data
         again = client.post(f"/jobs/{job['id']}/cancel").json()["data"]
         assert again == data
@@ -212,12 +215,13 @@ def test_cancel_processing_job_keeps_one_credit_and_discards_output(
     service: Service, key: str
 ) -> None:
     with service.client(key) as client:
-        job = create(client, "[sleep 5] long", variations=2)
+        prompt = f"[sleep 5] long {uuid.uuid4()}"
+        job = create(client, prompt, variations=2)
         wait_until(lambda: status_of(client, job["id"]) == "processing", 20, "processing")
         cancelled = client.post(f"/jobs/{job['id']}/cancel").json()["data"]
         assert cancelled["status"] == "failed"
         assert cancelled["error"]["message"] == "Job cancelled"
-        time.sleep(1.5)
+        wait_until(lambda: prompt in cancelled_prompts(), 20, "the worker to stop the job")
         assert client.get(f"/jobs/{job['id']}").json()["data"]["status"] == "failed"
     assert service.balance(key) == 1000 - 1
     with service.services.db.read() as session:

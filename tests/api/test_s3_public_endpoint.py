@@ -45,10 +45,16 @@ def test_presigned_download_urls_are_reused_within_the_hour_and_last_as_asked() 
     with s3_server() as storage_url:
         storage = storage_from_settings(Settings(storage_url=storage_url))
         storage.put_bytes("images/c.png", b"png bytes", "image/png")
+        # The store's clock stopped at the start of this hour, then moved by hand: two reads a
+        # second apart never straddle an hour (boto3 itself signs each second's date anew).
+        real = time.time()
+        stopped = [real - real % 3600 + 1]
+        storage.clock = lambda: stopped[0]
         urls = []
         for _ in range(2):
             urls.append(storage.url_for("images/c.png", base_url="http://gateway/", expires_in=600))
-            # Presigning again would sign another second's date.
+            stopped[0] += 1.1
+            # The presigner's own date moves on too: without reuse, a second URL would differ.
             time.sleep(1.1)
         assert urls[0] == urls[1]
         lasts = int(parse_qs(urlsplit(urls[0]).query)["X-Amz-Expires"][0])

@@ -3,9 +3,14 @@ Schemathesis has (no 5xx, statuses, content types, headers and bodies as documen
 accepted, invalid data refused, auth not ignored, unsupported methods refused with `Allow`),
 valid and invalid data both; then stateful runs following the document's links (a create's job
 read, streamed and cancelled; a presigned upload completed). On each deployment of the `service`
-fixture: SQLite accepts strings PostgreSQL refuses (NUL), so both are fuzzed."""
+fixture: SQLite accepts strings PostgreSQL refuses (NUL), so both are fuzzed.
+
+`make test` sends a fixed sample, derandomized (the same requests every run, so that a failure
+reproduces); `make fuzz` (SFUMATO_FUZZ=1) explores at random, ten times as many."""
 
 from __future__ import annotations
+
+import os
 
 import pytest
 import schemathesis
@@ -30,6 +35,8 @@ IMPLEMENTED = (
     r"|jobs|jobs/\{id\}|jobs/\{id\}/(cancel|events)|account|uploads|uploads/\{uploadId\}"
     r"|uploads/\{uploadId\}/complete)$"
 )
+FUZZ = os.environ.get("SFUMATO_FUZZ") == "1"
+EXAMPLES_SCALE = 10 if FUZZ else 1
 load_all_checks()
 ALL_CHECKS = list(CHECKS.get_all())
 
@@ -67,7 +74,8 @@ def test_every_check_holds_on_valid_and_invalid_requests(schema) -> None:  # typ
 
             @given(case=operation.as_strategy(generation_mode=mode))
             @settings(
-                max_examples=examples,
+                max_examples=examples * EXAMPLES_SCALE,
+                derandomize=not FUZZ,
                 deadline=None,
                 database=None,
                 suppress_health_check=list(HealthCheck),
@@ -82,8 +90,9 @@ def test_stateful_runs_follow_the_documents_links(schema) -> None:  # type: igno
     machine = schema.as_state_machine()
     machine.run(
         settings=settings(
-            max_examples=15,
+            max_examples=15 * EXAMPLES_SCALE,
             stateful_step_count=5,
+            derandomize=not FUZZ,
             deadline=None,
             database=None,
             suppress_health_check=list(HealthCheck),

@@ -421,11 +421,16 @@ def test_a_key_in_a_chunked_bodys_trailer_is_no_key(served: Served) -> None:
 
 def test_connections_beyond_the_concurrency_limit_get_503(server: str) -> None:
     idle = [_connect(server) for _ in range(4)]
-    try:
-        time.sleep(0.2)
+
+    def fifth_refused() -> bool:
         with _connect(server) as sock:
             sock.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
-            assert _read_all(sock).startswith(b"HTTP/1.1 503 ")
+            return _read_all(sock).startswith(b"HTTP/1.1 503 ")
+
+    try:
+        # Refused once the server has taken the four idle connections in (it counts them as
+        # it accepts them, a moment after our connects returned).
+        wait_until(fifth_refused, 10, "a fifth connection answered 503")
     finally:
         for sock in idle:
             sock.close()

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import io
 import tempfile
-import time
 from pathlib import Path
 
 import av
@@ -180,7 +179,8 @@ def test_one_accounts_videos_run_in_order_while_others_pass(service: Service) ->
         a2 = first.post(
             "/videos/image-to-video", json={**body, "image": mine["id"], "prompt": "a2"}
         )
-        time.sleep(0.3)
+        a1_id = a1.json()["data"]["id"]
+        wait_until(lambda: status_of(first, a1_id) == "processing", 30, "a1 started")
         b1 = other.post(
             "/videos/image-to-video", json={**body, "image": theirs["id"], "prompt": "b1"}
         )

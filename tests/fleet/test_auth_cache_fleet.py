@@ -22,7 +22,7 @@ from tests.conftest import COMMON_ENV
 from tests.support.fleet import Fleet, running_fleet
 from tests.support.outages import tcp_proxy
 
-pytestmark = [pytest.mark.slow, pytest.mark.distributed]
+pytestmark = [pytest.mark.slow, pytest.mark.whole_machine, pytest.mark.distributed]
 
 
 @pytest.fixture(scope="module")

@@ -10,7 +10,12 @@ import pytest
 
 from benchmarks.chaos import FAULT_KINDS, INVARIANTS, soak
 
-pytestmark = [pytest.mark.slow, pytest.mark.distributed, pytest.mark.timeout(900)]
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.whole_machine,
+    pytest.mark.distributed,
+    pytest.mark.timeout(900),
+]
 
 
 def test_a_minute_of_chaos_loses_nothing(postgres_database: str, tmp_path: Path) -> None:

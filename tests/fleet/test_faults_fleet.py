@@ -27,7 +27,7 @@ from tests.support.service import running_service, wait_until
 from tests.support.stored_rows import ledger_kinds
 from tests.support.uploads import presign, put
 
-pytestmark = [pytest.mark.slow]
+pytestmark = [pytest.mark.slow, pytest.mark.whole_machine]
 
 
 def finished_at(services: Services, job_id: str) -> float:

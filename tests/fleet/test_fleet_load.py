@@ -26,6 +26,7 @@ CREDITS = 1000
 
 
 @pytest.mark.slow
+@pytest.mark.whole_machine
 @pytest.mark.distributed
 def test_500_jobs_by_32_clients_across_2_gateways_and_3_workers(
     postgres_database: str, redis_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]

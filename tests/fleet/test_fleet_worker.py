@@ -17,7 +17,7 @@ from tests.support.http_jobs import create, status_of, wait_done
 from tests.support.service import wait_until
 from tests.support.stored_rows import job_row, ledger_kinds
 
-pytestmark = [pytest.mark.slow, pytest.mark.distributed]
+pytestmark = [pytest.mark.slow, pytest.mark.whole_machine, pytest.mark.distributed]
 
 
 @pytest.fixture(scope="module")

@@ -14,6 +14,7 @@ import pytest
 from models.cache import ModelCache
 from models.once import Once
 from models.registry import ModelSpec
+from tests.support.service import wait_until
 
 
 def spec(name: str, memory_gb: float = 1.0) -> ModelSpec:
@@ -76,7 +77,9 @@ def test_two_threads_asking_for_one_model_load_it_once() -> None:
     cache = ModelCache(device="cpu", budget_gb=100, loader=loader)
     threads = [in_thread(lambda: cache.ensure(spec("big")))[0] for _ in range(3)]
     assert loader.started.wait(10)
-    time.sleep(0.2)  # the other two now wait on the model's own lock
+    # Each asked and missed: the other two now wait on the model's own lock (or, reaching it
+    # after the load, find the model loaded; either way the load is not repeated).
+    wait_until(lambda: cache.stats.misses == 3, 10, "three misses")
     loader.release.set()
     for thread in threads:
         thread.join(10)

@@ -4,7 +4,8 @@
 every test still runs the real pipeline classes on the tiny random-weight models. The prompt
 of a call steers it: `[slow]` sleeps after each denoising step (time to cancel mid-steps),
 `[oom>1]` raises CUDA's out-of-memory error for calls of more than one image, `[oom]` for
-every call. Every call is recorded (its number of images, prompts, steps run).
+every call. Every call is recorded (its number of images, prompts, steps run, and when it is
+over).
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ class RecordedCall:
     prompts: list[str]
     steps_run: int = 0
     out_of_memory: bool = False
+    over: threading.Event = field(default_factory=threading.Event)
     images: int = field(init=False)
 
     def __post_init__(self) -> None:
@@ -76,4 +78,7 @@ class SteerableGenerate(DiffusionGenerate):
                 time.sleep(STEP_SLEEP_SECONDS)
             return callback(pipeline, step, timestep, tensors)
 
-        return super().invoke(pipe, arguments | {"callback_on_step_end": counted})
+        try:
+            return super().invoke(pipe, arguments | {"callback_on_step_end": counted})
+        finally:
+            record.over.set()

@@ -2,18 +2,29 @@
 
 `[sleep S]` at the start of a prompt makes the job take S seconds in small cancellable steps and
 then paint solid images of the promised size (fast, for tests about the job spine, not pixels);
+a sleep cut short by a cancel is appended to the file `SFUMATO_TEST_PIPELINE_LOG` names (one
+prompt a line, tests/conftest.py sets it for every process of a test run), so that a test, in
+any mode, can wait for the worker to have stopped;
 `[fail]` makes it raise; `[echo-reference]` returns the first reference image resized, to show
 which pixels reached the pipeline. Any other prompt goes to the builtin pipeline untouched.
 """
 
 from __future__ import annotations
 
+import os
 import re
 import time
 
 from PIL import Image
 
-from pipelines.base import AnimateInput, GenerateInput, ImageOutput, JobControl, VideoOutput
+from pipelines.base import (
+    AnimateInput,
+    Cancelled,
+    GenerateInput,
+    ImageOutput,
+    JobControl,
+    VideoOutput,
+)
 from pipelines.builtin.animate import BuiltinAnimate
 from pipelines.builtin.generate import BuiltinGenerate
 
@@ -39,16 +50,36 @@ class ControllableGenerate:
             return self.real.run(inputs, control)
         seconds = float(match.group(1))
         deadline = time.monotonic() + seconds
-        while time.monotonic() < deadline:
-            control.progress(1 - (deadline - time.monotonic()) / max(seconds, 1e-9))
-            time.sleep(0.02)
-        control.progress(1.0)
+        try:
+            while time.monotonic() < deadline:
+                control.progress(1 - (deadline - time.monotonic()) / max(seconds, 1e-9))
+                time.sleep(0.02)
+            control.progress(1.0)
+        except Cancelled:
+            _log_cancelled(inputs.prompt)
+            raise
         return ImageOutput(
             images=[
                 Image.new("RGB", (inputs.width, inputs.height), (index * 60, 90, 160))
                 for index in range(inputs.variations)
             ]
         )
+
+
+def _log_cancelled(prompt: str) -> None:
+    path = os.environ.get("SFUMATO_TEST_PIPELINE_LOG")
+    if path:
+        with open(path, "a") as log:
+            log.write(prompt.replace("\n", " ") + "\n")
+
+
+def cancelled_prompts() -> list[str]:
+    """The prompts whose `[sleep S]` a cancel cut short, in this test run's processes."""
+    path = os.environ.get("SFUMATO_TEST_PIPELINE_LOG")
+    if not path or not os.path.exists(path):
+        return []
+    with open(path) as log:
+        return log.read().splitlines()
 
 
 def _sleep(seconds: float, control: JobControl) -> None:

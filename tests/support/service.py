@@ -36,10 +36,22 @@ TEST_PIPELINES = (
 )
 
 
+# The ports free_port handed out, held until this process exits.
+_RESERVED_PORTS: list[socket.socket] = []
+
+
 def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+    """A loopback port nobody else on this machine is given while this test process runs: bound
+    with port 0 (the kernel's choice) and held, not listening, with SO_REUSEADDR. The server it
+    is for binds it with SO_REUSEADDR too (uvicorn, redis-server, `socket.create_server` and
+    `http.server` all do) and may listen on it, while neither another bind to port 0 nor an
+    outgoing connection's ephemeral port can take it, from this process or another test worker;
+    a port merely found free and closed again could be taken before the server bound it."""
+    sock = socket.socket()
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind(("127.0.0.1", 0))
+    _RESERVED_PORTS.append(sock)
+    return int(sock.getsockname()[1])
 
 
 def wait_until(predicate: Any, timeout: float, message: str, interval: float = 0.05) -> Any:

@@ -4,9 +4,10 @@ Only the edge is steered, the diffusers call (`VideoModel.invoke`); everything e
 pipeline on the tiny models. In the prompt:
 - `[oom N]`: the first N calls for this prompt raise CUDA's out-of-memory error;
 - `[slow-steps S]`: every denoising step takes S seconds more (time to cancel mid-steps).
-Each call and each step is appended to the file `SFUMATO_TEST_STEP_LOG` names, as JSON lines
-`{"prompt": ..., "event": "call" | "step", "step": i}`, so a test in another process (the
-distributed worker) can see how many calls and steps ran.
+Each call, each step and each call that raised after its model started are appended to the file
+`SFUMATO_TEST_STEP_LOG` names, as JSON lines `{"prompt": ..., "event": "call" | "step" |
+"raised", "step": i}`, so a test in another process (the distributed worker) can see how many
+calls and steps ran, and wait for a cancelled call to be over.
 """
 
 from __future__ import annotations
@@ -64,6 +65,10 @@ class SteerableAnimate(DiffusionAnimate):
                 time.sleep(delay)
                 return step_end(pipeline, step, timestep, tensors)
 
-            return real_invoke(pipe, arguments | {"callback_on_step_end": logged_step_end})
+            try:
+                return real_invoke(pipe, arguments | {"callback_on_step_end": logged_step_end})
+            except BaseException:
+                _log(prompt, "raised")
+                raise
 
         self.model.invoke = invoke  # type: ignore[method-assign]
