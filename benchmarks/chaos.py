@@ -41,9 +41,10 @@ from benchmarks.harness import (
 )
 from benchmarks.measures import percentile
 from benchmarks.report import Section, Table
+from core.accounts import api_keys
 from core.accounts import service as accounts
 from core.services import Services
-from core.tables import Account, CreditEntry, Job, Media, Style, Upload
+from core.tables import Account, CreditEntry, JobRow, Media, Style, Upload
 from core.uploads.service import ABANDONED_AFTER, possible_final_keys
 from tests.support.outages import DiskUnavailable, RedisServer, SmallDisk, TcpProxy
 from tests.support.service import TEST_PIPELINES
@@ -377,7 +378,7 @@ class Faults:
     def _processing(self, queue: str) -> int:
         with self.cluster.services.db.read() as session:
             rows = session.scalars(
-                select(Job.id).where(Job.status == "processing", Job.queue == queue)
+                select(JobRow.id).where(JobRow.status == "processing", JobRow.queue == queue)
             ).all()
         return len(rows)
 
@@ -440,7 +441,7 @@ def soak(minutes: float, folder: Path) -> Outcome:
         for credits in BALANCES:
             email = f"chaos-{uuid.uuid4().hex[:10]}@chaos.local"
             accounts.create_account(running.services.db, email, "pro", credits)
-            keys.append(accounts.create_key(running.services.db, email, "chaos", None).plaintext)
+            keys.append(api_keys.create_key(running.services.db, email, "chaos", None).plaintext)
         history = folder / "history.jsonl"
         plan = {
             "gateways": [f"http://127.0.0.1:{port}/v1" for port in running.gateways],
@@ -484,7 +485,7 @@ def _drain(running: Cluster, timeout: float) -> None:
     while time.monotonic() < deadline:
         with running.services.db.read() as session:
             open_jobs = session.scalars(
-                select(Job.id).where(Job.status.in_(("pending", "processing")))
+                select(JobRow.id).where(JobRow.status.in_(("pending", "processing")))
             ).all()
         if not open_jobs:
             return
@@ -501,7 +502,7 @@ def _check(
 ) -> Outcome:
     violations: dict[str, list[str]] = {name: [] for name in INVARIANTS}
     with running.services.db.read() as session:
-        jobs = {job.id: job for job in session.scalars(select(Job))}
+        jobs = {job.id: job for job in session.scalars(select(JobRow))}
         ledger = list(session.scalars(select(CreditEntry)))
         media_keys = set(session.scalars(select(Media.storage_key)))
         staging_keys = set(session.scalars(select(Upload.staging_key)))
@@ -616,7 +617,7 @@ def _check(
     )
 
 
-def _fingerprint(job: Job) -> Any:
+def _fingerprint(job: JobRow) -> Any:
     """The result as the load fingerprints it (benchmarks/chaos_load.py)."""
     result = job.result
     if job.status != "completed" or result is None:

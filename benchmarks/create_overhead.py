@@ -17,6 +17,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from benchmarks.harness import CONFIG_FILE, TEST_PIPELINES, Options
 from benchmarks.measures import percentile
 from benchmarks.report import Section, Table, ms, verdict
+from core.accounts import api_keys, authentication
 from core.accounts import service as accounts
 from core.accounts.service import Caller
 from core.services import Services
@@ -90,8 +91,8 @@ def run(options: Options) -> Section:
     with embedded_gateway(options.work_dir / "create_overhead") as gateway:
         db = gateway.services.db
         accounts.create_account(db, "bench-create@bench.local", "enterprise", 1_000_000)
-        key = accounts.create_key(db, "bench-create@bench.local", "benchmark", None).plaintext
-        caller = accounts.authenticate(db, key)
+        key = api_keys.create_key(db, "bench-create@bench.local", "benchmark", None).plaintext
+        caller = authentication.authenticate(db, key)
         assert caller is not None
         full, no_idempotency, stripped = asyncio.run(
             _interleaved(create_app(gateway), stripped_app(gateway, caller), key, rounds)

@@ -19,7 +19,7 @@ from core.ids import new_id
 from core.services import Services
 from core.sessions import service as sessions
 from core.settings import Settings
-from core.tables import Job, Media
+from core.tables import JobRow, Media
 from core.thumbnails import service as thumbnails
 from gateway.app import create_app
 from sfumato.processes import build_gateway
@@ -71,7 +71,7 @@ def _seed(services: Services, account_id: str) -> None:
             )
         with services.db.write() as session:
             session.add(
-                Job(
+                JobRow(
                     id=job_id,
                     account_id=account_id,
                     type="image.generate",

@@ -21,10 +21,11 @@ from benchmarks.diffusion_batches import (
 )
 from benchmarks.harness import Options
 from benchmarks.report import Section, Table, ms, verdict
+from core.accounts import api_keys, authentication
 from core.accounts import service as accounts
 from core.accounts.service import Caller
 from core.jobs import service as jobs_service
-from core.jobs.contract import GenerateInputs
+from core.jobs.contract import GenerateJobInputs
 from core.services import Services
 from core.settings import Settings
 from pipelines.base import NoControl
@@ -157,8 +158,8 @@ def worker_runner(
 
     runner = JobRunner(services, pipelines, asset_semantics(), JobLifecycle.for_services(services))
     accounts.create_account(services.db, email, "pro", 1_000_000)
-    key = accounts.create_key(services.db, email, "bench", None).plaintext
-    caller = accounts.authenticate(services.db, key)
+    key = api_keys.create_key(services.db, email, "bench", None).plaintext
+    caller = authentication.authenticate(services.db, key)
     assert caller is not None
     return runner, caller
 
@@ -167,21 +168,21 @@ def _worker_against_direct(
     services: Services, pipelines: PipelineRegistry, repetitions: int
 ) -> list[tuple[Timing, Timing]]:
     """(direct, worker) timings of the same job, the first pair (a warm-up) left out."""
-    from core.tables import Job
+    from core.tables import JobRow
 
     runner, caller = worker_runner(services, pipelines, "bench@diffusion.local")
     pipeline = pipelines.get("generate")
     pairs: list[tuple[Timing, Timing]] = []
     for index in range(repetitions + 1):
         job_input = generate_job(100 + index)
-        job, _ = jobs_service.create(
+        job, _ = jobs_service.insert_pending(
             services.db,
             caller,
             jobs_service.NewJob(
                 type="image.generate",
                 operation="generate",
                 queue="image",
-                inputs=GenerateInputs(
+                inputs=GenerateJobInputs(
                     prompt=job_input.prompt,
                     aspect_ratio="1:1",
                     quality="medium",
@@ -195,7 +196,7 @@ def _worker_against_direct(
         )
         worker = timed(partial(runner.run, job.id))
         with services.db.read() as session:
-            stored = session.get(Job, job.id)
+            stored = session.get(JobRow, job.id)
             assert stored is not None and stored.status == "completed", stored
         direct = timed(partial(pipeline.run, job_input, NoControl()))
         if index:

@@ -18,7 +18,7 @@ from benchmarks.diffusion_batches import Timing, diffusers_calls_timed, median_t
 from benchmarks.harness import Options
 from benchmarks.report import Section, Table, ms
 from core.jobs import service as jobs_service
-from core.jobs.contract import AnimateInputs, InputImage
+from core.jobs.contract import AnimateJobInputs, InputImage
 from core.services import Services
 from core.settings import Settings
 from pipelines.base import AnimateInput, NoControl, TransitionInput
@@ -127,7 +127,7 @@ def _worker_against_direct(
     services: Services, pipelines: PipelineRegistry, repetitions: int
 ) -> list[tuple[Timing, Timing]]:
     """(direct, worker) timings of the same 1 s animate, the first pair (a warm-up) left out."""
-    from core.tables import Job
+    from core.tables import JobRow
 
     runner, caller = worker_runner(services, pipelines, "bench@video.local")
     image = _still((120, 140, 60))
@@ -138,7 +138,7 @@ def _worker_against_direct(
     direct_path = str(services.settings.data_dir / "direct.mp4")
     pairs: list[tuple[Timing, Timing]] = []
     for index in range(repetitions + 1):
-        inputs = AnimateInputs(
+        inputs = AnimateJobInputs(
             image=InputImage(
                 media_id="bench",
                 key="references/bench.png",
@@ -153,7 +153,7 @@ def _worker_against_direct(
             width=WIDTH,
             height=HEIGHT,
         )
-        job, _ = jobs_service.create(
+        job, _ = jobs_service.insert_pending(
             services.db,
             caller,
             jobs_service.NewJob(
@@ -175,7 +175,7 @@ def _worker_against_direct(
             worker = timed(partial(runner.run, job.id))
             direct = timed(partial(animate.run, request, NoControl()))
         with services.db.read() as session:
-            stored = session.get(Job, job.id)
+            stored = session.get(JobRow, job.id)
             assert stored is not None and stored.status == "completed", stored
         if index:
             pairs.append((direct, worker))

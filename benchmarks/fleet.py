@@ -35,9 +35,9 @@ from benchmarks.harness import (
 from benchmarks.long_poll import completion_to_answer
 from benchmarks.measures import percentile
 from benchmarks.report import Section, Table, ms, verdict
-from core.accounts import service as accounts
+from core.accounts import authentication
 from core.jobs import service as jobs_service
-from core.tables import Job
+from core.tables import JobRow
 from pipelines.base import GenerateInput, ImageOutput, JobControl
 
 WORKER_COUNTS = (1, 2, 4)
@@ -214,12 +214,12 @@ def _throughput(running_fleet: Fleet, jobs: int) -> tuple[float, float]:
 
 def _transaction_costs(deployment: Deployment, jobs: int = 50) -> tuple[float, float]:
     """Mean seconds of a claim and of a completion, run one after another from here."""
-    caller = accounts.authenticate(deployment.db, deployment.new_key())
+    caller = authentication.authenticate(deployment.db, deployment.new_key())
     assert caller is not None
     new = jobs_service.NewJob("image.generate", "generate", "image", {"prompt": "timed"}, 1)
-    job_ids = [jobs_service.create(deployment.db, caller, new)[0].id for _ in range(jobs)]
+    job_ids = [jobs_service.insert_pending(deployment.db, caller, new)[0].id for _ in range(jobs)]
     started = time.perf_counter()
-    claims = [jobs_service.claim(deployment.db, job_id, 30) for job_id in job_ids]
+    claims = [jobs_service.take_pending(deployment.db, job_id, 30) for job_id in job_ids]
     claimed = time.perf_counter()
     for claim in claims:
         assert claim is not None
@@ -252,8 +252,8 @@ def _wait_all_finished(deployment: Deployment, job_ids: list[str], timeout: floa
         with deployment.db.read() as session:
             unfinished = session.scalar(
                 select(func.count())
-                .select_from(Job)
-                .where(Job.id.in_(job_ids), Job.finished_at.is_(None))
+                .select_from(JobRow)
+                .where(JobRow.id.in_(job_ids), JobRow.finished_at.is_(None))
             )
         if not unfinished:
             return

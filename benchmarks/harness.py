@@ -26,11 +26,12 @@ import redis
 from sqlalchemy import select
 
 from benchmarks.httpclient import HttpConnection, Response, request_bytes
+from core.accounts import api_keys
 from core.accounts import service as accounts
 from core.db import Database
 from core.services import Services
 from core.settings import Settings
-from core.tables import Job
+from core.tables import JobRow
 
 T = TypeVar("T")
 Mode = Literal["embedded", "distributed"]
@@ -166,13 +167,13 @@ class Deployment:
         """A key of an account on the plan generous.toml lifts every cap of."""
         email = f"bench-{uuid.uuid4().hex[:12]}@bench.local"
         accounts.create_account(self.db, email, "enterprise", 1_000_000)
-        return accounts.create_key(self.db, email, "benchmark", None).plaintext
+        return api_keys.create_key(self.db, email, "benchmark", None).plaintext
 
     def job_times(self, job_ids: Sequence[str]) -> dict[str, JobTimes]:
         with self.db.read() as session:
             rows = session.execute(
-                select(Job.id, Job.created_at, Job.started_at, Job.finished_at).where(
-                    Job.id.in_(job_ids)
+                select(JobRow.id, JobRow.created_at, JobRow.started_at, JobRow.finished_at).where(
+                    JobRow.id.in_(job_ids)
                 )
             ).all()
         return {row.id: JobTimes(row.created_at, row.started_at, row.finished_at) for row in rows}

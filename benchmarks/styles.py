@@ -25,7 +25,7 @@ from benchmarks.harness import (
 )
 from benchmarks.measures import percentile
 from benchmarks.report import Section, Table, ms, verdict
-from core.accounts import service as accounts
+from core.accounts import authentication
 from core.fetch import Fetched, FetchPolicy, fetch
 from core.ids import new_id
 from core.settings import Settings
@@ -279,7 +279,7 @@ def _asset_names() -> list[str]:
 def _seeded_style(service: Deployment, key: str) -> str:
     """A style of the key's account whose folder holds ASSETS assets, embedded as the service
     embeds them (once, when added); the media rows point at files search never reads."""
-    caller = accounts.authenticate(service.db, key)
+    caller = authentication.authenticate(service.db, key)
     assert caller is not None
     semantics = asset_semantics()
     style = Style(

@@ -16,7 +16,7 @@ from urllib.parse import urlsplit
 from celery import Celery
 from kombu.transport import memory
 
-from core.config import QueueConfig
+from core.service_config import QueueConfig
 from core.settings import Settings
 
 RUN_JOB_TASK = "sfumato.run_job"

@@ -13,6 +13,11 @@ from collections.abc import Mapping
 from typing import Any
 
 
+def envelope(code: str, message: str, details: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """The one error envelope of every non-2xx answer (CONTRACT.md "Errors")."""
+    return {"error": {"code": code, "message": message, "details": details}}
+
+
 class DomainError(Exception):
     status: int = 400
     code: str = "VALIDATION_ERROR"

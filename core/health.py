@@ -1,14 +1,22 @@
-"""Readiness checks shared by the gateway's and the workers' probe endpoints."""
+"""A process's health: the readiness checks of its dependencies, and the probe port that serves
+them with its metrics (gateways and workers alike, `--metrics-port`)."""
 
 from __future__ import annotations
 
+import json
 import logging
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
 
 import redis
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from prometheus_client.registry import REGISTRY
 from sqlalchemy import text
 
+from core.errors import envelope
 from core.services import Services
 
 log = logging.getLogger(__name__)
@@ -64,3 +72,73 @@ class ReadinessChecks:
                 )
                 checks[name] = "unavailable"
         return Readiness(all(value == "ok" for value in checks.values()), checks)
+
+
+class ProbeServer:
+    """A process's port for monitoring, apart from any public one. `/healthz`: the process
+    answers (liveness). `/readyz`: the database and broker answer and, for a worker, its Celery
+    consumer is up and not shutting down (`consuming`). `/metrics`: `exposition()`, by default
+    the process-wide registry (a gateway passes its own, which includes that registry)."""
+
+    def __init__(
+        self,
+        port: int,
+        checks: ReadinessChecks,
+        consuming: Callable[[], None] | None = None,
+        host: str = "",
+        exposition: Callable[[], bytes] = lambda: generate_latest(REGISTRY),
+    ) -> None:
+        self.checks = checks
+        self.extra_checks: dict[str, Callable[[], None]] = (
+            {"consumer": consuming} if consuming is not None else {}
+        )
+        self.exposition = exposition
+        self._server = ThreadingHTTPServer((host, port), self._handler())
+        self._server.daemon_threads = True
+        self.port = self._server.server_address[1]
+
+    def start(self) -> None:
+        threading.Thread(target=self._server.serve_forever, name="probes", daemon=True).start()
+
+    def stop(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+    def _handler(self) -> type[BaseHTTPRequestHandler]:
+        probe = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                path = self.path.split("?", 1)[0]
+                if path == "/metrics":
+                    self._send(200, probe.exposition(), CONTENT_TYPE_LATEST)
+                elif path == "/healthz":
+                    self._json(200, {"status": "ok"})
+                elif path == "/readyz":
+                    readiness = probe.checks.run(probe.extra_checks)
+                    if readiness.ready:
+                        self._json(200, {"status": "ready", "checks": readiness.checks})
+                    else:
+                        self._error(503, "SERVICE_UNAVAILABLE", "Not ready", readiness.checks)
+                else:
+                    self._error(404, "NOT_FOUND", "Not found", None)
+
+            def _error(
+                self, status: int, code: str, message: str, details: dict[str, str] | None
+            ) -> None:
+                self._json(status, envelope(code, message, details))
+
+            def _json(self, status: int, body: dict[str, Any]) -> None:
+                self._send(status, json.dumps(body).encode(), "application/json")
+
+            def _send(self, status: int, body: bytes, content_type: str) -> None:
+                self.send_response(status)
+                self.send_header("Content-Type", content_type)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, format: str, *args: Any) -> None:
+                """Probes every few seconds would drown the worker's log."""
+
+        return Handler

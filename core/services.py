@@ -5,10 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from core.accounts.service import sync_plans
-from core.config import ServiceConfig
 from core.db import Database
 from core.events import JobEvents, job_events_for
 from core.images import DECODE_BUDGET
+from core.service_config import ServiceConfig
 from core.settings import Settings
 from core.storage import Storage, storage_from_settings
 

@@ -13,7 +13,7 @@ from urllib.parse import urlsplit
 from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from core.config import ServiceConfig, load_config
+from core.service_config import ServiceConfig, load_config
 
 
 class Settings(BaseSettings):

@@ -155,7 +155,7 @@ class Thumbnail(Base):
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
 
 
-class Job(Base):
+class JobRow(Base):
     __tablename__ = "jobs"
     __table_args__ = (
         Index("ix_jobs_account_created", "account_id", "created_at", "id"),

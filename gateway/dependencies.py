@@ -106,11 +106,16 @@ def files_base_url(request: Request) -> str:
     return settings.files_url or settings.public_url or _request_base_url(request)
 
 
-async def url_signer_of(request: Request) -> UrlSigner:
+def url_signer_for(request: Request) -> UrlSigner:
+    """The one signer of file URLs (the API's answers and the dashboard's pages alike)."""
     services = runtime_of(request).services
     return UrlSigner(
         services.storage, files_base_url(request), services.settings.signed_url_seconds
     )
+
+
+async def _url_signer(request: Request) -> UrlSigner:
+    return url_signer_for(request)
 
 
 DatabaseDep = Annotated[Database, Depends(_database)]
@@ -120,7 +125,7 @@ LifecycleDep = Annotated[JobLifecycle, Depends(_lifecycle)]
 CreationDep = Annotated[JobCreation, Depends(_creation)]
 MetricsDep = Annotated[GatewayMetrics, Depends(_metrics)]
 JobReadsDep = Annotated[JobReads, Depends(job_reads_of)]
-SignerDep = Annotated[UrlSigner, Depends(url_signer_of)]
+SignerDep = Annotated[UrlSigner, Depends(_url_signer)]
 SemanticsDep = Annotated[AssetSemantics, Depends(_semantics)]
 FoldersDep = Annotated[FolderCache, Depends(_folders)]
 LinkSlotsDep = Annotated[LinkSlots, Depends(_link_slots)]

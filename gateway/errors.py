@@ -15,7 +15,7 @@ from fastapi.exceptions import RequestValidationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from core.db import DATABASE_UNAVAILABLE
-from core.errors import DomainError, InvalidInput
+from core.errors import DomainError, InvalidInput, envelope
 from core.storage import StorageError
 from gateway.responses import JsonResponse
 
@@ -82,10 +82,6 @@ def database_unavailable() -> ApiError:
 
 def storage_unavailable() -> ApiError:
     return service_unavailable("The file store is unavailable; retry shortly")
-
-
-def envelope(code: str, message: str, details: Mapping[str, Any] | None = None) -> dict[str, Any]:
-    return {"error": {"code": code, "message": message, "details": details}}
 
 
 def error_response(error: DomainError) -> JsonResponse:

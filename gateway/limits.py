@@ -22,7 +22,7 @@ from limits import RateLimitItem, parse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from core.batches import LoopBatches
-from core.config import RateLimits
+from core.service_config import RateLimits
 from core.settings import Settings
 from gateway.errors import ApiError, error_response
 

@@ -1,5 +1,5 @@
 """The gateway's Prometheus metrics, served on the process's metrics port (`sfumato serve
---metrics-port`, workers/metrics.py's ProbeServer), never on the public one.
+--metrics-port`, core/health.py's ProbeServer), never on the public one.
 
 Requests are counted by method, route template (`/v1/jobs/{job_id}`, never the raw path, so
 the label set stays small) and status, and timed by method and route. The labelled children

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar
 
 import anyio
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from core.accounts import service as accounts
+from core.accounts import authentication
 from core.accounts.callers import CallerCache, KnownKey
 from core.clock import utcnow
 from core.db import DATABASE_UNAVAILABLE, Database
@@ -18,10 +19,18 @@ from gateway.errors import (
     error_response,
     unauthorized,
 )
-from gateway.reads import run_read
 
 API_PREFIX = "/v1"
+T = TypeVar("T")
 PUBLIC_PATHS = {"/v1/openapi.json"}
+
+
+async def _short_read(db: Database, read: Callable[[], T]) -> T:
+    """A short indexed read: inline on SQLite (tens of microseconds, and WAL readers are never
+    blocked by writers), in a worker thread on a database across the network."""
+    if db.is_sqlite:
+        return read()
+    return await anyio.to_thread.run_sync(read)
 
 
 async def _send_error(send: Send, error: ApiError) -> None:
@@ -121,7 +130,7 @@ class AuthMiddleware:
         if scope["type"] != "http" or not path.startswith(API_PREFIX) or path in PUBLIC_PATHS:
             await self.app(scope, receive, send)
             return
-        key_hash = accounts.key_hash_of(presented_key(scope["headers"]))
+        key_hash = authentication.key_hash_of(presented_key(scope["headers"]))
         if key_hash is None:
             await _send_error(send, unauthorized())
             return
@@ -131,11 +140,11 @@ class AuthMiddleware:
         try:
             if known is None:
                 generation = callers.generation
-                known = await run_read(db, lambda: accounts.known_key(db, key_hash))
+                known = await _short_read(db, lambda: authentication.known_key(db, key_hash))
                 if known is not None:
                     callers.store(key_hash, known, generation)
             now = utcnow()
-            identified = accounts.judge(known, now)
+            identified = authentication.judge(known, now)
             if identified is None:
                 await _send_error(send, unauthorized())
                 return
@@ -156,7 +165,7 @@ class AuthMiddleware:
         previous = known.last_used_at
         known.last_used_at = now
         try:
-            await anyio.to_thread.run_sync(accounts.record_use, self.db, known.key_id, now)
+            await anyio.to_thread.run_sync(authentication.record_use, self.db, known.key_id, now)
         except BaseException:
             known.last_used_at = previous
             raise

@@ -6,8 +6,10 @@ from __future__ import annotations
 import importlib
 import inspect
 import threading
+from collections.abc import Callable
 from typing import Literal, overload
 
+from models.cache import shared_cache
 from models.registry import registered_operations
 from models.settings import ModelSettings
 from pipelines.base import (
@@ -57,6 +59,13 @@ class PipelineRegistry:
 
     def operations(self) -> list[str]:
         return sorted(self._targets)
+
+    def watch_model_cache(self, listener: Callable[[str, str], None]) -> None:
+        """`listener(kind, folder)` told of each of the process's model cache lookups ("hit",
+        "miss") and evictions ("evict"), once however often it is asked."""
+        listeners = shared_cache(self.models).listeners
+        if listener not in listeners:
+            listeners.append(listener)
 
     def target(self, operation: str) -> str | None:
         """The `module:Class` serving `operation`."""

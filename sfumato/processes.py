@@ -109,11 +109,10 @@ def serve(
     `phases`, the start-up's phases are logged once it is ready (listening, its sentence model
     loaded)."""
 
-    from core.health import ReadinessChecks
+    from core.health import ProbeServer, ReadinessChecks
     from gateway.app import create_app
     from models.registry import RegistryError
     from sfumato.http_server import GatewayServer, server_config
-    from workers.metrics import ProbeServer
 
     embedded = services.settings.embedded_broker
     if no_workers and embedded:
@@ -161,7 +160,7 @@ def run_worker(
     from celery.signals import worker_ready, worker_shutting_down
 
     from core.broker import broker_queue
-    from core.health import ReadinessChecks
+    from core.health import ProbeServer, ReadinessChecks
     from models.loading import ModelUnavailable
     from models.registry import RegistryError
     from workers import metrics
@@ -195,7 +194,7 @@ def run_worker(
             if not consuming.is_set():
                 raise RuntimeError("not consuming (starting or shutting down)")
 
-        probes = metrics.ProbeServer(metrics_port, ReadinessChecks(services), consumer_up)
+        probes = ProbeServer(metrics_port, ReadinessChecks(services), consumer_up)
         probes.start()
         log.info("probes and metrics on port %d", probes.port)
     celery = worker_celery(settings, runner, pool)

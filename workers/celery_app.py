@@ -9,7 +9,7 @@ from celery import Celery
 from celery.exceptions import Reject
 
 from core.broker import RUN_JOB_TASK, make_celery
-from core.config import QueueConfig
+from core.service_config import QueueConfig
 from core.settings import Settings
 from workers.shutdown import ShuttingDown
 

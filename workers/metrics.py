@@ -1,5 +1,5 @@
-"""A worker's metrics (Prometheus) and the probe port of workers and gateways (`--metrics-port`):
-`/metrics`, `/healthz`, `/readyz`, never on a public port.
+"""A worker's metrics (Prometheus), served on its probe port (`core/health.ProbeServer`,
+`--metrics-port`) with `/healthz` and `/readyz`, never on a public port.
 
 The metric objects are module-level so that any code of the worker can count with them: the
 runner times jobs, the batching and the model cache count batch sizes and cache hits through
@@ -10,25 +10,19 @@ these metrics appear on the gateway's metrics port.
 
 from __future__ import annotations
 
-import json
 import logging
 import sys
-import threading
-from collections.abc import Callable, Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import TYPE_CHECKING, Any
+from collections.abc import Iterator
+from typing import Any
 
 import redis
-from prometheus_client import CONTENT_TYPE_LATEST, Counter, Histogram, generate_latest
+from prometheus_client import Counter, Histogram
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import REGISTRY, Collector
 
 from core.broker import broker_queue
-from core.health import CHECK_TIMEOUT_SECONDS, ReadinessChecks
+from core.health import CHECK_TIMEOUT_SECONDS
 from core.jobs.contract import QUEUES
-
-if TYPE_CHECKING:
-    from models.cache import ModelCache
 
 log = logging.getLogger(__name__)
 
@@ -64,13 +58,8 @@ def model_cache_lookup(model: str, hit: bool) -> None:
     MODEL_CACHE.labels(model, "hit" if hit else "miss").inc()
 
 
-def watch_model_cache(cache: ModelCache) -> None:
-    """Count the process's model cache hits and misses (its evictions are logged)."""
-    if _count_model_cache not in cache.listeners:
-        cache.listeners.append(_count_model_cache)
-
-
-def _count_model_cache(kind: str, folder: str) -> None:
+def count_model_cache(kind: str, folder: str) -> None:
+    """A listener of the model cache: its hits and misses counted (its evictions are logged)."""
     if kind in ("hit", "miss"):
         model_cache_lookup(folder, kind == "hit")
 
@@ -129,75 +118,3 @@ def install_collectors(broker_url: str | None, namespace: str) -> None:
     if broker_url is not None:
         REGISTRY.register(QueueDepth(broker_url, namespace))
     REGISTRY.register(GpuMemory())
-
-
-class ProbeServer:
-    """A process's port for monitoring, apart from any public one. `/healthz`: the process
-    answers (liveness). `/readyz`: the database and broker answer and, for a worker, its Celery
-    consumer is up and not shutting down (`consuming`). `/metrics`: `exposition()`, by default
-    the process-wide registry (a gateway passes its own, which includes that registry)."""
-
-    def __init__(
-        self,
-        port: int,
-        checks: ReadinessChecks,
-        consuming: Callable[[], None] | None = None,
-        host: str = "",
-        exposition: Callable[[], bytes] = lambda: generate_latest(REGISTRY),
-    ) -> None:
-        self.checks = checks
-        self.extra_checks: dict[str, Callable[[], None]] = (
-            {"consumer": consuming} if consuming is not None else {}
-        )
-        self.exposition = exposition
-        self._server = ThreadingHTTPServer((host, port), self._handler())
-        self._server.daemon_threads = True
-        self.port = self._server.server_address[1]
-
-    def start(self) -> None:
-        threading.Thread(target=self._server.serve_forever, name="probes", daemon=True).start()
-
-    def stop(self) -> None:
-        self._server.shutdown()
-        self._server.server_close()
-
-    def _handler(self) -> type[BaseHTTPRequestHandler]:
-        probe = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_GET(self) -> None:
-                path = self.path.split("?", 1)[0]
-                if path == "/metrics":
-                    self._send(200, probe.exposition(), CONTENT_TYPE_LATEST)
-                elif path == "/healthz":
-                    self._json(200, {"status": "ok"})
-                elif path == "/readyz":
-                    readiness = probe.checks.run(probe.extra_checks)
-                    if readiness.ready:
-                        self._json(200, {"status": "ready", "checks": readiness.checks})
-                    else:
-                        self._error(503, "SERVICE_UNAVAILABLE", "Not ready", readiness.checks)
-                else:
-                    self._error(404, "NOT_FOUND", "Not found", None)
-
-            def _error(
-                self, status: int, code: str, message: str, details: dict[str, str] | None
-            ) -> None:
-                """The service's error envelope, as gateway/errors.py writes it."""
-                error = {"code": code, "message": message, "details": details}
-                self._json(status, {"error": error})
-
-            def _json(self, status: int, body: dict[str, Any]) -> None:
-                self._send(status, json.dumps(body).encode(), "application/json")
-
-            def _send(self, status: int, body: bytes, content_type: str) -> None:
-                self.send_response(status)
-                self.send_header("Content-Type", content_type)
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-            def log_message(self, format: str, *args: Any) -> None:
-                """Probes every few seconds would drown the worker's log."""
-
-        return Handler

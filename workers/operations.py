@@ -12,19 +12,19 @@ from PIL import Image
 
 from core.images import decode_first_frame
 from core.jobs.contract import (
-    AnimateInputs,
-    EditInputs,
-    GenerateInputs,
+    AnimateJobInputs,
+    EditJobInputs,
+    GenerateJobInputs,
     InputImage,
     LentStyle,
-    ReframeInputs,
-    TransitionInputs,
-    UpscaleInputs,
+    ReframeJobInputs,
+    TransitionJobInputs,
+    UpscaleJobInputs,
     inputs_of,
 )
 from core.services import Services
 from core.storage import StorageError
-from core.tables import Job
+from core.tables import JobRow
 from pipelines.base import (
     AnimateInput,
     EditInput,
@@ -51,10 +51,10 @@ class Operations:
         self.pipelines = pipelines
         self.batcher = batcher
 
-    def run_image(self, job: Job, control: JobControl) -> ImageOutput:
+    def run_image(self, job: JobRow, control: JobControl) -> ImageOutput:
         """The output of an image operation."""
         inputs = inputs_of(job.operation, job.inputs)
-        if isinstance(inputs, GenerateInputs):
+        if isinstance(inputs, GenerateJobInputs):
             generate = GenerateInput(
                 prompt=inputs.prompt,
                 width=inputs.width,
@@ -66,7 +66,7 @@ class Operations:
                 style=_style_hints(inputs.style),
             )
             return self._run_image(job, generate, control)
-        if isinstance(inputs, EditInputs):
+        if isinstance(inputs, EditJobInputs):
             edit = EditInput(
                 prompt=inputs.prompt,
                 source=self._load_image(inputs.source),
@@ -75,9 +75,9 @@ class Operations:
                 style=_style_hints(inputs.style),
             )
             return self._run_image(job, edit, control)
-        if isinstance(inputs, ReframeInputs | UpscaleInputs):
+        if isinstance(inputs, ReframeJobInputs | UpscaleJobInputs):
             # Both bring the source image to the job's width and height.
-            input_type = ReframeInput if isinstance(inputs, ReframeInputs) else UpscaleInput
+            input_type = ReframeInput if isinstance(inputs, ReframeJobInputs) else UpscaleInput
             to_size = input_type(
                 source=self._load_image(inputs.source),
                 width=inputs.width,
@@ -87,16 +87,16 @@ class Operations:
             return self._run_image(job, to_size, control)
         raise LookupError(f"no image pipeline runs the operation {job.operation!r}")
 
-    def run_video(self, job: Job, control: JobControl, scratch: str) -> VideoOutput:
+    def run_video(self, job: JobRow, control: JobControl, scratch: str) -> VideoOutput:
         """The output of a video operation, its clip written into the folder `scratch`."""
         inputs = inputs_of(job.operation, job.inputs)
         clip = os.path.join(scratch, "clip.mp4")
-        if isinstance(inputs, AnimateInputs):
+        if isinstance(inputs, AnimateJobInputs):
             animate = AnimateInput(
                 image=self._load_image(inputs.image), **_clip_fields(job, inputs, clip)
             )
             return self._run_video(job, animate, control)
-        if isinstance(inputs, TransitionInputs):
+        if isinstance(inputs, TransitionJobInputs):
             transition = TransitionInput(
                 start=self._load_image(inputs.start_image),
                 end=self._load_image(inputs.end_image),
@@ -105,10 +105,10 @@ class Operations:
             return self._run_video(job, transition, control)
         raise LookupError(f"no video pipeline runs the operation {job.operation!r}")
 
-    def _run_image(self, job: Job, request: Any, control: JobControl) -> ImageOutput:
+    def _run_image(self, job: JobRow, request: Any, control: JobControl) -> ImageOutput:
         return self.batcher.run(self.pipelines.get(job.operation), request, control)
 
-    def _run_video(self, job: Job, request: Any, control: JobControl) -> VideoOutput:
+    def _run_video(self, job: JobRow, request: Any, control: JobControl) -> VideoOutput:
         output: VideoOutput = self.pipelines.get(job.operation).run(request, control)
         return output
 
@@ -124,7 +124,7 @@ class Operations:
 
 
 def _clip_fields(
-    job: Job, inputs: AnimateInputs | TransitionInputs, output_path: str
+    job: JobRow, inputs: AnimateJobInputs | TransitionJobInputs, output_path: str
 ) -> dict[str, Any]:
     """What animate and transition inputs share; the pipeline streams frames to the file."""
     return {

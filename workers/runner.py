@@ -13,7 +13,7 @@ from core.jobs.contract import Operation, Queue
 from core.jobs.lifecycle import JobLifecycle
 from core.services import Services
 from core.styles.semantics import AssetSemantics
-from core.tables import Job, Media
+from core.tables import JobRow, Media
 from pipelines.base import Cancelled
 from pipelines.registry import PipelineRegistry
 from workers import metrics
@@ -62,7 +62,7 @@ class JobRunner:
         """Raises ShuttingDown when this worker no longer takes jobs (its delivery goes back)."""
         if self.in_flight.closed.is_set():
             raise ShuttingDown(job_id)
-        with self.in_flight.claim(lambda: claim_job(self.lifecycle, job_id)) as claim:
+        with self.in_flight.tracking(lambda: claim_job(self.lifecycle, job_id)) as claim:
             if claim is None:
                 return
             if claim.job.attempts > 1:
@@ -89,7 +89,7 @@ class JobRunner:
         if job.queue == Queue.VIDEO:
             self.store.poster(job, stored[0])
 
-    def _produce(self, job: Job, keeper: LeaseKeeper) -> Outcome:
+    def _produce(self, job: JobRow, keeper: LeaseKeeper) -> Outcome:
         """The job's output, stored (not yet saved to the job)."""
         if job.operation == Operation.EXTRACT_STYLE:
             return self.style_extraction.run(job, keeper)

@@ -12,7 +12,7 @@ import time
 from core.jobs import service as jobs_service
 from core.jobs.lifecycle import JobLifecycle
 from core.storage import StorageError
-from core.tables import Job, Media
+from core.tables import JobRow, Media
 from pipelines.base import OutOfDeviceMemory
 from pipelines.styles import SiteUnavailable
 from workers import metrics
@@ -51,7 +51,7 @@ class Settlement:
         )
         metrics.job_ended(job.operation, "completed", time.perf_counter() - started)
 
-    def abandon(self, job: Job, stored: list[Media], started: float) -> None:
+    def abandon(self, job: JobRow, stored: list[Media], started: float) -> None:
         log.info("job %s was cancelled or taken over; its output is discarded", job.id)
         self.store.discard(stored)
         metrics.job_ended(job.operation, "abandoned", time.perf_counter() - started)

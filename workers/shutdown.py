@@ -47,7 +47,7 @@ class InFlight:
         self.closed = threading.Event()
 
     @contextmanager
-    def claim(
+    def tracking(
         self, make_claim: Callable[[], jobs_service.Claim | None]
     ) -> Iterator[jobs_service.Claim | None]:
         """The claim `make_claim` makes (None: nothing to run), tracked until the block ends.

@@ -16,8 +16,8 @@ from core.ids import new_id
 from core.jobs.contract import (
     NOTES_SEPARATOR,
     ImagesResult,
-    JobResult,
     StoredImage,
+    StoredResult,
     StoredVideo,
     VideoResult,
     image_folder,
@@ -26,7 +26,7 @@ from core.jobs.contract import (
 from core.jobs.lifecycle import JobLifecycle
 from core.services import Services
 from core.storage import StorageError
-from core.tables import Base, Job, Media
+from core.tables import Base, JobRow, Media
 from pipelines.base import ImageOutput, VideoOutput
 from pipelines.media.mp4 import poster_jpeg
 
@@ -38,7 +38,7 @@ STORE_ATTEMPTS = 4
 class Outcome:
     """What an operation produced: the job's result, its stored media, a note for the job."""
 
-    result: JobResult
+    result: StoredResult
     media: list[Media]
     message: str | None = None
     # Other rows the job makes, saved with its completion (a style extraction's style).
@@ -50,7 +50,7 @@ class OutputStore:
         self.services = services
         self.lifecycle = lifecycle
 
-    def images(self, job: Job, output: ImageOutput) -> Outcome:
+    def images(self, job: JobRow, output: ImageOutput) -> Outcome:
         """PNGs, one media row each; nothing is left behind if one cannot be stored."""
         media: list[Media] = []
         stored: list[StoredImage] = []
@@ -79,7 +79,7 @@ class OutputStore:
             ImagesResult(images=stored), media, NOTES_SEPARATOR.join(output.notes) or None
         )
 
-    def video(self, job: Job, output: VideoOutput) -> Outcome:
+    def video(self, job: JobRow, output: VideoOutput) -> Outcome:
         """The MP4; its poster comes after the job completes (`poster`), so the first completed
         read may show thumbnailUrl null (SPEC.md)."""
         media_id = new_id()
@@ -100,7 +100,7 @@ class OutputStore:
             VideoResult(video=video), [media], NOTES_SEPARATOR.join(output.notes) or None
         )
 
-    def poster(self, job: Job, video: Media) -> None:
+    def poster(self, job: JobRow, video: Media) -> None:
         """The JPEG poster, from the stored clip; retried by nobody if it fails, so it logs."""
         try:
             with tempfile.TemporaryDirectory(prefix="sfumato-poster-") as folder:
@@ -123,7 +123,7 @@ class OutputStore:
 
     def put_media(
         self,
-        job: Job,
+        job: JobRow,
         kind: str,
         key: str,
         data: bytes,

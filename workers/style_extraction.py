@@ -23,12 +23,14 @@ from urllib.parse import urlsplit
 from core.fetch import Fetched, FetchPolicy, fetch
 from core.ids import new_id
 from core.images import ImageFacts, NotAnImage, TooManyPixels, inspect_image
-from core.jobs.contract import NOTES_SEPARATOR, ExtractStyleInputs, SavedStyleRef, StyleResult
+from core.jobs.contract import NOTES_SEPARATOR, ExtractStyleJobInputs, SavedStyleRef, StyleResult
 from core.services import Services
 from core.settings import Settings
 from core.styles.assets import AssetDraft, build_assets, describe_draft
+from core.styles.payload import stored as stored_payload
+from core.styles.payload import validate_style
 from core.styles.semantics import AssetSemantics
-from core.tables import Job, Media, Style
+from core.tables import JobRow, Media, Style
 from pipelines.base import ExtractStyleInput, JobControl
 from pipelines.registry import PipelineRegistry
 from pipelines.styles import (
@@ -120,9 +122,9 @@ class StyleExtraction:
     def close(self) -> None:
         self.extractor.close()
 
-    def run(self, job: Job, control: JobControl) -> Outcome:
+    def run(self, job: JobRow, control: JobControl) -> Outcome:
         control.progress(0.1, "reading the site")
-        url = ExtractStyleInputs.model_validate(job.inputs).url
+        url = ExtractStyleJobInputs.model_validate(job.inputs).url
         extraction = self.extractor.extract(self.pipelines, url, control)
         control.progress(0.8, "keeping the brand images")
         style_id = new_id()
@@ -135,19 +137,19 @@ class StyleExtraction:
             self.store.discard(media)
             raise
         logo_key = next((draft.storage_key for role, draft in stored if role == "logo"), None)
-        detail = extraction.style
+        detail = validate_style(extraction.style)
         style = Style(
             id=style_id,
             account_id=job.account_id,
             job_id=job.id,
-            name=detail["name"],
-            url=detail["url"],
-            description=detail["description"],
-            tagline=detail["tagline"],
-            colours=detail["colours"],
-            typography=detail["typography"],
-            tone=detail["tone"],
-            aesthetic=detail["aesthetic"],
+            name=detail.name,
+            url=detail.url,
+            description=detail.description,
+            tagline=detail.tagline,
+            colours=stored_payload(detail.colours),
+            typography=stored_payload(detail.typography),
+            tone=detail.tone,
+            aesthetic=detail.aesthetic,
             logo_key=logo_key,
         )
         result = StyleResult(style=SavedStyleRef(id=style_id))
@@ -155,7 +157,7 @@ class StyleExtraction:
         return Outcome(result, media, message, [style, *assets])
 
     def _store_brand_images(
-        self, job: Job, style_id: str, images: list[BrandImage], media: list[Media]
+        self, job: JobRow, style_id: str, images: list[BrandImage], media: list[Media]
     ) -> list[tuple[str, AssetDraft]]:
         """Re-host the site's brand images (logo first) as the style's seed assets, adding their
         rows to `media` as they are stored: each checked as uploads and references are (stored

@@ -7,7 +7,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from core.jobs.contract import QUEUE_OF_OPERATION
-from models.cache import shared_cache
 from pipelines.registry import PipelineRegistry
 from workers import metrics
 
@@ -20,4 +19,4 @@ def warm_up(pipelines: PipelineRegistry, queues: Sequence[str]) -> None:
 
 
 def count_model_cache_lookups(pipelines: PipelineRegistry) -> None:
-    metrics.watch_model_cache(shared_cache(pipelines.models))
+    pipelines.watch_model_cache(metrics.count_model_cache)

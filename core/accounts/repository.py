@@ -8,8 +8,8 @@ from datetime import datetime
 from sqlalchemy import Connection, Row, bindparam, select, update
 from sqlalchemy.orm import Session
 
-from core.config import PlanConfig
 from core.pagination import newest_first
+from core.service_config import PlanConfig
 from core.tables import Account, ApiKey, Plan
 
 

@@ -4,7 +4,7 @@ create may ask for (SPEC.md), shared by the API's request bodies and the core re
 `core/jobs/creation.py`.
 
 The gateway builds inputs (through `core/jobs/creation.py`), `core/prices.price_of` prices them,
-the worker validates them (`GenerateInputs.model_validate(job.inputs)`) and builds results,
+the worker validates them (`GenerateJobInputs.model_validate(job.inputs)`) and builds results,
 the presenter shows results. A row stores them as JSON with the camelCase keys it has always had
 (each model's aliases); `stored()` gives that JSON.
 """
@@ -12,7 +12,7 @@ the presenter shows results. A row stores them as JSON with the camelCase keys i
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import Annotated, Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 from pydantic.alias_generators import to_camel
@@ -52,6 +52,21 @@ class JobType(StrEnum):
 
 
 IMAGE_TYPES = (JobType.IMAGE_GENERATE, JobType.IMAGE_EDIT)
+# What `GET /jobs` lists: image jobs, and video jobs when asked (CONTRACT.md); never styles.
+LISTED_TYPES = (*IMAGE_TYPES, JobType.VIDEO_GENERATE)
+
+
+# The enums' values as Literal types, made from the enums (the one declaration of each value): a
+# field typed by one validates and documents exactly those strings (a list in the OpenAPI
+# document). Type checkers see plain strings.
+if TYPE_CHECKING:
+    JobStatusValue = str
+    JobTypeValue = str
+    ListedJobTypeValue = str
+else:
+    JobStatusValue = Literal[tuple(status.value for status in JobStatus)]
+    JobTypeValue = Literal[tuple(kind.value for kind in JobType)]
+    ListedJobTypeValue = Literal[tuple(kind.value for kind in LISTED_TYPES)]
 
 
 class Queue(StrEnum):
@@ -99,6 +114,13 @@ JOB_TYPE_OF_OPERATION = {
 }
 
 # The bounds of a create (SPEC.md).
+UUIDString = Annotated[
+    str,
+    StringConstraints(
+        pattern=r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$"
+    ),
+    Field(json_schema_extra={"format": "uuid"}),
+]
 Prompt = Annotated[str, StringConstraints(min_length=1, max_length=2000)]
 NegativePrompt = Annotated[str, StringConstraints(max_length=1000)]
 # An input image: an upload, image or job id, or a URL (SPEC.md "Reference image").
@@ -152,7 +174,7 @@ class LentStyle(Stored):
     aesthetic: str
 
 
-class GenerateInputs(Stored):
+class GenerateJobInputs(Stored):
     operation: ClassVar[Operation] = Operation.GENERATE
 
     prompt: str
@@ -167,7 +189,7 @@ class GenerateInputs(Stored):
     references: list[InputImage] = Field(default_factory=list)
 
 
-class EditInputs(Stored):
+class EditJobInputs(Stored):
     operation: ClassVar[Operation] = Operation.EDIT
 
     image_id: str
@@ -182,7 +204,7 @@ class EditInputs(Stored):
     references: list[InputImage] = Field(default_factory=list)
 
 
-class ReframeInputs(Stored):
+class ReframeJobInputs(Stored):
     operation: ClassVar[Operation] = Operation.REFRAME
 
     image_id: str
@@ -193,7 +215,7 @@ class ReframeInputs(Stored):
     height: int
 
 
-class UpscaleInputs(Stored):
+class UpscaleJobInputs(Stored):
     operation: ClassVar[Operation] = Operation.UPSCALE
 
     image_id: str
@@ -203,7 +225,7 @@ class UpscaleInputs(Stored):
     height: int
 
 
-class AnimateInputs(Stored):
+class AnimateJobInputs(Stored):
     operation: ClassVar[Operation] = Operation.ANIMATE
 
     image: InputImage
@@ -216,7 +238,7 @@ class AnimateInputs(Stored):
     height: int
 
 
-class TransitionInputs(Stored):
+class TransitionJobInputs(Stored):
     operation: ClassVar[Operation] = Operation.TRANSITION
 
     start_image: InputImage
@@ -231,31 +253,31 @@ class TransitionInputs(Stored):
     height: int
 
 
-class ExtractStyleInputs(Stored):
+class ExtractStyleJobInputs(Stored):
     operation: ClassVar[Operation] = Operation.EXTRACT_STYLE
 
     url: str
 
 
 JobInputs = (
-    GenerateInputs
-    | EditInputs
-    | ReframeInputs
-    | UpscaleInputs
-    | AnimateInputs
-    | TransitionInputs
-    | ExtractStyleInputs
+    GenerateJobInputs
+    | EditJobInputs
+    | ReframeJobInputs
+    | UpscaleJobInputs
+    | AnimateJobInputs
+    | TransitionJobInputs
+    | ExtractStyleJobInputs
 )
 INPUTS_OF_OPERATION: dict[Operation, type[JobInputs]] = {
     inputs.operation: inputs
     for inputs in (
-        GenerateInputs,
-        EditInputs,
-        ReframeInputs,
-        UpscaleInputs,
-        AnimateInputs,
-        TransitionInputs,
-        ExtractStyleInputs,
+        GenerateJobInputs,
+        EditJobInputs,
+        ReframeJobInputs,
+        UpscaleJobInputs,
+        AnimateJobInputs,
+        TransitionJobInputs,
+        ExtractStyleJobInputs,
     )
 }
 
@@ -301,8 +323,8 @@ class StyleResult(Stored):
     style: SavedStyleRef
 
 
-JobResult = ImagesResult | VideoResult | StyleResult
-RESULT_OF_TYPE: dict[JobType, type[JobResult]] = {
+StoredResult = ImagesResult | VideoResult | StyleResult
+RESULT_OF_TYPE: dict[JobType, type[StoredResult]] = {
     JobType.IMAGE_GENERATE: ImagesResult,
     JobType.IMAGE_EDIT: ImagesResult,
     JobType.VIDEO_GENERATE: VideoResult,
@@ -310,6 +332,6 @@ RESULT_OF_TYPE: dict[JobType, type[JobResult]] = {
 }
 
 
-def result_of(job_type: str, stored: dict[str, Any]) -> JobResult:
+def result_of(job_type: str, stored: dict[str, Any]) -> StoredResult:
     """A completed row's result, validated as its job type's kind."""
     return RESULT_OF_TYPE[JobType(job_type)].model_validate(stored)

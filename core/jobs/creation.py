@@ -1,10 +1,10 @@
-"""Making a job, the one way every front end does it (the API, the dashboard): a typed request
-per operation is resolved (the images and style it names), sized, priced, created within the
-account's plan and credits (with its idempotency record) and published.
+"""Admitting a request as a job, the one way every front end does it (the API, the dashboard): a
+request per operation (`core/jobs/requests.py`) is resolved (the images and style it names),
+sized, priced, and created within the account's plan and credits, with its idempotency record
+(`JobLifecycle.create`, which publishes it).
 
-Requests are plain typed values, validated on construction with the bounds of
-`core/jobs/contract.py`; the result is a `CreatedJob`; refusals are `core.errors.DomainError`s
-(`InvalidInput` naming the fields that did not resolve, `InsufficientCredits`, `CreateRefused`).
+The result is a `CreatedJob`; refusals are `core.errors.DomainError`s (`InvalidInput` naming the
+fields that did not resolve, `InsufficientCredits`, `CreateRefused`).
 """
 
 from __future__ import annotations
@@ -14,40 +14,34 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
-from pydantic import BaseModel, ConfigDict, Field
-
 from core.accounts.service import Caller
 from core.errors import InvalidInput
 from core.jobs import service as jobs_service
 from core.jobs.contract import (
     JOB_TYPE_OF_OPERATION,
     QUEUE_OF_OPERATION,
-    AnimateDuration,
-    AnimateInputs,
-    EditInputs,
-    ExtractStyleInputs,
-    FramesAspectRatio,
-    FramesDuration,
-    GenerateAspectRatio,
-    GenerateInputs,
-    ImageReference,
-    ImageResolution,
+    AnimateJobInputs,
+    EditJobInputs,
+    ExtractStyleJobInputs,
+    GenerateJobInputs,
     InputImage,
     JobInputs,
     LentStyle,
-    NegativePrompt,
-    PageUrl,
-    Prompt,
-    Quality,
-    References,
-    ReframeInputs,
-    ResizeAspectRatio,
-    TransitionInputs,
-    UpscaleInputs,
-    Variations,
-    VideoResolution,
+    ReframeJobInputs,
+    TransitionJobInputs,
+    UpscaleJobInputs,
 )
 from core.jobs.lifecycle import JobLifecycle
+from core.jobs.requests import (
+    EditRequest,
+    ExtractRequest,
+    FramesRequest,
+    GenerateRequest,
+    ImageToVideoRequest,
+    JobRequest,
+    ResizeRequest,
+    UpscaleRequest,
+)
 from core.prices import price_of
 from core.references.service import (
     SourceImage,
@@ -58,68 +52,12 @@ from core.references.service import (
 from core.services import Services
 from core.sizes import image_size, image_size_for_ratio, parse_ratio, resolution_of, video_size
 from core.styles import service as styles_service
-from core.tables import Job
-
-
-class JobRequest(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-class GenerateJobRequest(JobRequest):
-    prompt: Prompt
-    aspect_ratio: GenerateAspectRatio
-    quality: Quality
-    resolution: ImageResolution
-    variations: Variations
-    style_id: str | None = None
-    references: References = Field(default_factory=list)
-
-
-class EditJobRequest(JobRequest):
-    image_id: str
-    prompt: Prompt
-    style_id: str | None = None
-    references: References = Field(default_factory=list)
-
-
-class ReframeJobRequest(JobRequest):
-    image_id: str
-    aspect_ratio: ResizeAspectRatio
-    resolution: ImageResolution
-
-
-class UpscaleJobRequest(JobRequest):
-    image_id: str
-    resolution: ImageResolution
-
-
-class AnimateJobRequest(JobRequest):
-    image: ImageReference
-    prompt: Prompt
-    duration: AnimateDuration
-    resolution: VideoResolution
-    audio: bool
-    negative_prompt: NegativePrompt | None = None
-
-
-class TransitionJobRequest(JobRequest):
-    start_image: ImageReference
-    end_image: ImageReference
-    prompt: Prompt
-    duration: FramesDuration
-    aspect_ratio: FramesAspectRatio
-    resolution: VideoResolution
-    audio: bool
-    negative_prompt: NegativePrompt | None = None
-
-
-class ExtractStyleJobRequest(JobRequest):
-    url: PageUrl
+from core.tables import JobRow
 
 
 @dataclass(frozen=True)
 class CreatedJob:
-    job: Job
+    job: JobRow
     # True when an earlier request with the same Idempotency-Key made the job (nothing charged).
     replayed: bool
 
@@ -137,23 +75,23 @@ class JobCreation:
         self.services = services
         self.lifecycle = lifecycle
         self._plans: dict[type[JobRequest], Callable[[Caller, Any], _Planned]] = {
-            GenerateJobRequest: self._generate,
-            EditJobRequest: self._edit,
-            ReframeJobRequest: self._reframe,
-            UpscaleJobRequest: self._upscale,
-            AnimateJobRequest: self._animate,
-            TransitionJobRequest: self._transition,
-            ExtractStyleJobRequest: self._extract_style,
+            GenerateRequest: self._generate,
+            EditRequest: self._edit,
+            ResizeRequest: self._reframe,
+            UpscaleRequest: self._upscale,
+            ImageToVideoRequest: self._animate,
+            FramesRequest: self._transition,
+            ExtractRequest: self._extract_style,
         }
 
-    def create(
+    def admit(
         self,
         caller: Caller,
         request: JobRequest,
-        idempotency: jobs_service.IdempotencyClaim | None = None,
+        idempotency: jobs_service.IdempotentRequest | None = None,
     ) -> CreatedJob:
-        """Create (reserving credits, within the plan) and publish; or replay an earlier
-        create made with the same Idempotency-Key."""
+        """Create the job `request` asks for (reserving credits, within the plan) and publish
+        it; or replay an earlier create made with the same Idempotency-Key."""
         planned = self._plans[type(request)](caller, request)
         operation = planned.inputs.operation
         new = jobs_service.NewJob(
@@ -167,11 +105,11 @@ class JobCreation:
         job, replayed = self.lifecycle.create(caller, new, idempotency)
         return CreatedJob(job, replayed)
 
-    def _generate(self, caller: Caller, request: GenerateJobRequest) -> _Planned:
+    def _generate(self, caller: Caller, request: GenerateRequest) -> _Planned:
         style, references = self._lent(caller, request.style_id, request.references)
         width, height = image_size(request.aspect_ratio, request.resolution)
         return _Planned(
-            GenerateInputs(
+            GenerateJobInputs(
                 prompt=request.prompt,
                 aspect_ratio=request.aspect_ratio,
                 quality=request.quality,
@@ -220,11 +158,11 @@ class JobCreation:
                 error.details, "The image to work on could not be resolved"
             ) from None
 
-    def _edit(self, caller: Caller, request: EditJobRequest) -> _Planned:
+    def _edit(self, caller: Caller, request: EditRequest) -> _Planned:
         source = self._source(caller, request.image_id)
         style, references = self._lent(caller, request.style_id, request.references)
         width, height = source.image.width, source.image.height
-        inputs = EditInputs(
+        inputs = EditJobInputs(
             image_id=request.image_id,
             source=source.image,
             prompt=request.prompt,
@@ -237,10 +175,10 @@ class JobCreation:
         )
         return _Planned(inputs, source.job_id)
 
-    def _reframe(self, caller: Caller, request: ReframeJobRequest) -> _Planned:
+    def _reframe(self, caller: Caller, request: ResizeRequest) -> _Planned:
         source = self._source(caller, request.image_id)
         width, height = image_size(request.aspect_ratio, request.resolution)
-        inputs = ReframeInputs(
+        inputs = ReframeJobInputs(
             image_id=request.image_id,
             source=source.image,
             aspect_ratio=request.aspect_ratio,
@@ -250,12 +188,12 @@ class JobCreation:
         )
         return _Planned(inputs, source.job_id)
 
-    def _upscale(self, caller: Caller, request: UpscaleJobRequest) -> _Planned:
+    def _upscale(self, caller: Caller, request: UpscaleRequest) -> _Planned:
         source = self._source(caller, request.image_id)
         width, height = image_size_for_ratio(
             source.image.width, source.image.height, request.resolution
         )
-        inputs = UpscaleInputs(
+        inputs = UpscaleJobInputs(
             image_id=request.image_id,
             source=source.image,
             resolution=request.resolution,
@@ -270,12 +208,12 @@ class JobCreation:
         except UnresolvedReferences as error:
             raise UnresolvedReferences(error.details, "A frame could not be resolved") from None
 
-    def _animate(self, caller: Caller, request: AnimateJobRequest) -> _Planned:
+    def _animate(self, caller: Caller, request: ImageToVideoRequest) -> _Planned:
         image = self._frames(caller, {"image": request.image})["image"]
         # The clip takes the aspect ratio of its image (CONTRACT.md "Videos").
         width, height = video_size(image.width, image.height, request.resolution)
         return _Planned(
-            AnimateInputs(
+            AnimateJobInputs(
                 image=image,
                 prompt=request.prompt,
                 negative_prompt=request.negative_prompt,
@@ -287,7 +225,7 @@ class JobCreation:
             )
         )
 
-    def _transition(self, caller: Caller, request: TransitionJobRequest) -> _Planned:
+    def _transition(self, caller: Caller, request: FramesRequest) -> _Planned:
         frames = self._frames(
             caller, {"startImage": request.start_image, "endImage": request.end_image}
         )
@@ -298,7 +236,7 @@ class JobCreation:
             ratio = parse_ratio(request.aspect_ratio)
         width, height = video_size(*ratio, request.resolution)
         return _Planned(
-            TransitionInputs(
+            TransitionJobInputs(
                 start_image=start,
                 end_image=frames["endImage"],
                 prompt=request.prompt,
@@ -312,7 +250,7 @@ class JobCreation:
             )
         )
 
-    def _extract_style(self, _caller: Caller, request: ExtractStyleJobRequest) -> _Planned:
+    def _extract_style(self, _caller: Caller, request: ExtractRequest) -> _Planned:
         try:
             parts = urlsplit(request.url)
             web_page = parts.scheme in ("http", "https") and bool(parts.hostname)
@@ -320,4 +258,4 @@ class JobCreation:
             web_page = False
         if not web_page:
             raise InvalidInput({"url": "must be an http or https URL"})
-        return _Planned(ExtractStyleInputs(url=request.url))
+        return _Planned(ExtractStyleJobInputs(url=request.url))

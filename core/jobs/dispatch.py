@@ -16,7 +16,7 @@ from core.clock import utcnow
 from core.db import DATABASE_UNAVAILABLE, Database
 from core.jobs import repository as jobs_repository
 from core.jobs.contract import Queue
-from core.tables import Job
+from core.tables import JobRow
 
 log = logging.getLogger(__name__)
 
@@ -35,7 +35,7 @@ class Dispatcher:
                 session, job_id, expected_dispatched_at, utcnow()
             )
 
-    def publish_new(self, job: Job) -> None:
+    def publish_new(self, job: JobRow) -> None:
         """Publish a job just committed as pending (created, handed back, or given up by a lost
         worker); a video waits for its account's line instead. The job is committed already, so
         a database that fails now must not fail its create (a client told "nothing was changed"
@@ -48,13 +48,13 @@ class Dispatcher:
         except DATABASE_UNAVAILABLE as error:
             log.warning("job %s is pending; publishing it is left to the sweep: %s", job.id, error)
 
-    def job_ended(self, job: Job) -> None:
+    def job_ended(self, job: JobRow) -> None:
         """A job completed, failed or was cancelled: a video's end lets its account's next
         video go."""
         if job.queue == Queue.VIDEO:
             self.advance_video_line(job.account_id)
 
-    def withdraw(self, job: Job) -> None:
+    def withdraw(self, job: JobRow) -> None:
         """After a cancel: drop the queued task early (harmless if it already ran: its claim
         would fail) and let the job's end take effect."""
         try:

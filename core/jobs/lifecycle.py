@@ -16,11 +16,11 @@ from collections.abc import Sequence
 from core.accounts.service import Caller
 from core.broker import TaskPublisher
 from core.jobs import service as jobs_service
-from core.jobs.contract import JobResult, JobStatus, image_folder, video_folder
+from core.jobs.contract import JobStatus, StoredResult, image_folder, video_folder
 from core.jobs.dispatch import Dispatcher
 from core.services import Services
 from core.storage import StorageError
-from core.tables import Base, Job, Media
+from core.tables import Base, JobRow, Media
 
 log = logging.getLogger(__name__)
 
@@ -40,12 +40,12 @@ class JobLifecycle:
         self,
         caller: Caller,
         new: jobs_service.NewJob,
-        idempotency: jobs_service.IdempotencyClaim | None = None,
-    ) -> tuple[Job, bool]:
+        idempotency: jobs_service.IdempotentRequest | None = None,
+    ) -> tuple[JobRow, bool]:
         """The pending job with its credits reserved, published; or the job an earlier request
         with this Idempotency-Key made (True: a replay, nothing new). Raises CreateRefused or
         InsufficientCredits."""
-        job, replayed = jobs_service.create(self.services.db, caller, new, idempotency)
+        job, replayed = jobs_service.insert_pending(self.services.db, caller, new, idempotency)
         if not replayed:
             self.dispatcher.publish_new(job)
         return job, replayed
@@ -53,7 +53,7 @@ class JobLifecycle:
     def claim(self, job_id: str, token: str) -> jobs_service.Claim | None:
         """pending -> processing for this worker's delivery `token`, or None when the job is
         not pending. Idempotent per token: the claim this delivery already holds comes back."""
-        claim = jobs_service.claim(
+        claim = jobs_service.take_pending(
             self.services.db, job_id, self.services.settings.lease_seconds, token
         )
         if claim is not None:
@@ -76,7 +76,7 @@ class JobLifecycle:
     def complete(
         self,
         claim: jobs_service.Claim,
-        result: JobResult,
+        result: StoredResult,
         media: Sequence[Media],
         message: str | None,
         records: Sequence[Base] = (),
@@ -90,7 +90,7 @@ class JobLifecycle:
             self._ended(claim.job)
         return completed
 
-    def attach_poster(self, job: Job, poster: Media) -> bool:
+    def attach_poster(self, job: JobRow, poster: Media) -> bool:
         """A completed video's poster joins its result (made just after it completed)."""
         attached = jobs_service.attach_poster(self.services.db, job.id, poster)
         if attached:
@@ -104,7 +104,7 @@ class JobLifecycle:
             self._ended(claim.job)
         return failed
 
-    def cancel(self, account_id: str, job_id: str) -> Job | None:
+    def cancel(self, account_id: str, job_id: str) -> JobRow | None:
         """The account's job after cancelling it (a terminal job is left as it is); None when
         the account has no such job."""
         job, was_in_flight = jobs_service.cancel(self.services.db, account_id, job_id)
@@ -126,7 +126,7 @@ class JobLifecycle:
             self.dispatcher.publish_new(claim.job)
         return handed_back
 
-    def recover_lapsed(self, job: Job) -> bool:
+    def recover_lapsed(self, job: JobRow) -> bool:
         """A job whose worker vanished (its lease lapsed): back to pending and published again,
         or failed and refunded once it has had its attempts. True when it went back."""
         status = jobs_service.recover_lapsed(
@@ -142,7 +142,7 @@ class JobLifecycle:
             self._ended(job)
         return False
 
-    def clear_outputs(self, job: Job) -> None:
+    def clear_outputs(self, job: JobRow) -> None:
         """Delete whatever is stored in the job's output folders: the leftovers of attempts
         whose worker vanished mid-store (a new attempt begins, or the job failed for good).
         Best effort: a store out of reach leaves them, and says so."""
@@ -154,6 +154,6 @@ class JobLifecycle:
         except StorageError as error:
             log.warning("could not clear the outputs of job %s: %s", job.id, error)
 
-    def _ended(self, job: Job) -> None:
+    def _ended(self, job: JobRow) -> None:
         self.services.events.publish(job.id)
         self.dispatcher.job_ended(job)

@@ -24,17 +24,17 @@ from sqlalchemy import (
 from sqlalchemy.orm import Session
 
 from core.jobs.contract import IN_FLIGHT, JobStatus, Queue
-from core.tables import IdempotencyRecord, Job, JSONType, Media, UTCDateTime
+from core.tables import IdempotencyRecord, JobRow, JSONType, Media, UTCDateTime
 
 
-def add(session: Session, job: Job) -> Job:
+def add(session: Session, job: JobRow) -> JobRow:
     session.add(job)
     session.flush()
     return job
 
 
-def get(session: Session, job_id: str, *, for_update: bool = False) -> Job | None:
-    query = select(Job).where(Job.id == job_id)
+def get(session: Session, job_id: str, *, for_update: bool = False) -> JobRow | None:
+    query = select(JobRow).where(JobRow.id == job_id)
     if for_update:
         query = query.with_for_update()
     return session.scalars(query).first()
@@ -47,61 +47,68 @@ def page(
     status: str | None,
     after: tuple[datetime, str] | None,
     limit: int,
-) -> Sequence[Job]:
+) -> Sequence[JobRow]:
     """Newest first, keyset on (created_at, id): stable under inserts, never OFFSET."""
-    query = select(Job).where(
-        Job.account_id == account_id, Job.type.in_(types), Job.deleted_at.is_(None)
+    query = select(JobRow).where(
+        JobRow.account_id == account_id, JobRow.type.in_(types), JobRow.deleted_at.is_(None)
     )
     if status is not None:
-        query = query.where(Job.status == status)
+        query = query.where(JobRow.status == status)
     if after is not None:
         created_at, job_id = after
         query = query.where(
-            or_(Job.created_at < created_at, and_(Job.created_at == created_at, Job.id < job_id))
+            or_(
+                JobRow.created_at < created_at,
+                and_(JobRow.created_at == created_at, JobRow.id < job_id),
+            )
         )
-    return session.scalars(query.order_by(Job.created_at.desc(), Job.id.desc()).limit(limit)).all()
+    return session.scalars(
+        query.order_by(JobRow.created_at.desc(), JobRow.id.desc()).limit(limit)
+    ).all()
 
 
 def mark_dispatched(
     session: Session, job_id: str, expected: datetime | None, moment: datetime | None
 ) -> bool:
     """Move `dispatched_at` from `expected` to `moment` if nobody else moved it first."""
-    condition = Job.dispatched_at.is_(None) if expected is None else Job.dispatched_at == expected
+    condition = (
+        JobRow.dispatched_at.is_(None) if expected is None else JobRow.dispatched_at == expected
+    )
     result = session.execute(
-        update(Job)
-        .where(Job.id == job_id, Job.status == JobStatus.PENDING, condition)
+        update(JobRow)
+        .where(JobRow.id == job_id, JobRow.status == JobStatus.PENDING, condition)
         .values(dispatched_at=moment)
     )
     return bool(result.rowcount)  # type: ignore[attr-defined]
 
 
-_FRESH = Job.status == JobStatus.PENDING
+_FRESH = JobRow.status == JobStatus.PENDING
 # Built once, like the job read: a claim is one statement, compiled once per process.
 CLAIM = (
-    update(Job)
+    update(JobRow)
     .where(
-        Job.id == bindparam("job_id"),
+        JobRow.id == bindparam("job_id"),
         or_(
             _FRESH,
-            and_(Job.status == JobStatus.PROCESSING, Job.claim_token == bindparam("token")),
+            and_(JobRow.status == JobStatus.PROCESSING, JobRow.claim_token == bindparam("token")),
         ),
     )
     .values(
         status=JobStatus.PROCESSING,
         claim_token=bindparam("token"),
-        attempts=case((_FRESH, Job.attempts + 1), else_=Job.attempts),
+        attempts=case((_FRESH, JobRow.attempts + 1), else_=JobRow.attempts),
         started_at=case(
-            (_FRESH, bindparam("moment", type_=Job.started_at.type)), else_=Job.started_at
+            (_FRESH, bindparam("moment", type_=JobRow.started_at.type)), else_=JobRow.started_at
         ),
-        lease_expires_at=bindparam("lease_until", type_=Job.lease_expires_at.type),
+        lease_expires_at=bindparam("lease_until", type_=JobRow.lease_expires_at.type),
     )
-    .returning(*Job.__table__.columns)
+    .returning(*JobRow.__table__.columns)
 )
 
 
-def claim(
+def set_processing(
     connection: Connection, job_id: str, token: str, moment: datetime, lease_until: datetime
-) -> Job | None:
+) -> JobRow | None:
     """pending -> processing under `token`: one statement, the claimed row in the same round
     trip (`RETURNING`), on a connection where it commits by itself. The same token finds its
     own claim again, its lease renewed (a claim retried because its commit's answer was lost);
@@ -111,19 +118,21 @@ def claim(
         CLAIM,
         {"job_id": job_id, "token": token, "moment": moment, "lease_until": lease_until},
     ).first()
-    return Job(**row._mapping) if row is not None else None
+    return JobRow(**row._mapping) if row is not None else None
 
 
 def renew_lease(
     session: Session, job_id: str, token: str, lease_until: datetime, progress: float
 ) -> bool:
     result = session.execute(
-        update(Job)
-        .where(Job.id == job_id, Job.claim_token == token, Job.status == JobStatus.PROCESSING)
+        update(JobRow)
+        .where(
+            JobRow.id == job_id, JobRow.claim_token == token, JobRow.status == JobStatus.PROCESSING
+        )
         # Progress never goes back, not even when a job handed to another worker starts again.
         .values(
             lease_expires_at=lease_until,
-            progress=case((Job.progress < progress, progress), else_=Job.progress),
+            progress=case((JobRow.progress < progress, progress), else_=JobRow.progress),
         )
     )
     return bool(result.rowcount)  # type: ignore[attr-defined]
@@ -133,10 +142,10 @@ def transition(
     session: Session, job_id: str, from_status: str, token: str | None, **values: Any
 ) -> bool:
     """Compare-and-set from `from_status` (and, when given, the holder of the claim)."""
-    conditions = [Job.id == job_id, Job.status == from_status]
+    conditions = [JobRow.id == job_id, JobRow.status == from_status]
     if token is not None:
-        conditions.append(Job.claim_token == token)
-    result = session.execute(update(Job).where(*conditions).values(**values))
+        conditions.append(JobRow.claim_token == token)
+    result = session.execute(update(JobRow).where(*conditions).values(**values))
     return bool(result.rowcount)  # type: ignore[attr-defined]
 
 
@@ -219,11 +228,11 @@ def complete(connection: Connection, done: Completion) -> bool:
 # compare-and-set, the media rows, the settle entry with the balance read in SQL. Prebuilt Core
 # statements: the ORM's UPDATE and unit of work took two thirds of a 2.4 ms SQLite completion.
 COMPLETE_JOB = (
-    update(Job)
+    update(JobRow)
     .where(
-        Job.id == bindparam("job_id"),
-        Job.status == JobStatus.PROCESSING,
-        Job.claim_token == bindparam("token"),
+        JobRow.id == bindparam("job_id"),
+        JobRow.status == JobStatus.PROCESSING,
+        JobRow.claim_token == bindparam("token"),
     )
     .values(
         status=JobStatus.COMPLETED,
@@ -233,7 +242,7 @@ COMPLETE_JOB = (
         finished_at=bindparam("moment"),
         lease_expires_at=None,
     )
-    .returning(Job.account_id)
+    .returning(JobRow.account_id)
 )
 INSERT_MEDIA = insert(Media)
 SETTLE_ENTRY = text(
@@ -295,46 +304,50 @@ def complete_in_transaction(connection: Connection, done: Completion) -> bool:
     return True
 
 
-def undispatched(session: Session, created_before: datetime, limit: int) -> Sequence[Job]:
+def undispatched(session: Session, created_before: datetime, limit: int) -> Sequence[JobRow]:
     """Committed, never published jobs; videos excepted: they wait in their account's line."""
     return session.scalars(
-        select(Job)
+        select(JobRow)
         .where(
-            Job.status == JobStatus.PENDING,
-            Job.dispatched_at.is_(None),
-            Job.created_at < created_before,
-            Job.queue != Queue.VIDEO,
+            JobRow.status == JobStatus.PENDING,
+            JobRow.dispatched_at.is_(None),
+            JobRow.created_at < created_before,
+            JobRow.queue != Queue.VIDEO,
         )
-        .order_by(Job.created_at)
+        .order_by(JobRow.created_at)
         .limit(limit)
     ).all()
 
 
 def dispatched_but_unclaimed(
     session: Session, dispatched_before: datetime, limit: int
-) -> Sequence[Job]:
+) -> Sequence[JobRow]:
     return session.scalars(
-        select(Job)
-        .where(Job.status == JobStatus.PENDING, Job.dispatched_at < dispatched_before)
-        .order_by(Job.created_at)
+        select(JobRow)
+        .where(JobRow.status == JobStatus.PENDING, JobRow.dispatched_at < dispatched_before)
+        .order_by(JobRow.created_at)
         .limit(limit)
     ).all()
 
 
-def lapsed_leases(session: Session, moment: datetime, limit: int) -> Sequence[Job]:
+def lapsed_leases(session: Session, moment: datetime, limit: int) -> Sequence[JobRow]:
     return session.scalars(
-        select(Job)
-        .where(Job.status == JobStatus.PROCESSING, Job.lease_expires_at < moment)
-        .order_by(Job.created_at)
+        select(JobRow)
+        .where(JobRow.status == JobStatus.PROCESSING, JobRow.lease_expires_at < moment)
+        .order_by(JobRow.created_at)
         .limit(limit)
     ).all()
 
 
 def orphan_all_in_flight(session: Session, lapsed_at: datetime) -> None:
     """After an embedded restart nothing holds a job: every in-flight one is published anew."""
-    session.execute(update(Job).where(Job.status == JobStatus.PENDING).values(dispatched_at=None))
     session.execute(
-        update(Job).where(Job.status == JobStatus.PROCESSING).values(lease_expires_at=lapsed_at)
+        update(JobRow).where(JobRow.status == JobStatus.PENDING).values(dispatched_at=None)
+    )
+    session.execute(
+        update(JobRow)
+        .where(JobRow.status == JobStatus.PROCESSING)
+        .values(lease_expires_at=lapsed_at)
     )
 
 
@@ -345,8 +358,12 @@ def add_media(session: Session, media: Sequence[Media]) -> None:
 def requeue_lapsed(session: Session, job_id: str, moment: datetime) -> bool:
     """processing with a lapsed lease -> pending, taking the claim from the lost worker."""
     result = session.execute(
-        update(Job)
-        .where(Job.id == job_id, Job.status == JobStatus.PROCESSING, Job.lease_expires_at < moment)
+        update(JobRow)
+        .where(
+            JobRow.id == job_id,
+            JobRow.status == JobStatus.PROCESSING,
+            JobRow.lease_expires_at < moment,
+        )
         .values(
             status=JobStatus.PENDING, claim_token=None, lease_expires_at=None, dispatched_at=None
         )
@@ -358,11 +375,11 @@ def count_in_flight(session: Session, account_id: str, queue: str) -> int:
     return int(
         session.scalar(
             select(func.count())
-            .select_from(Job)
+            .select_from(JobRow)
             .where(
-                Job.account_id == account_id,
-                Job.queue == queue,
-                Job.status.in_(IN_FLIGHT),
+                JobRow.account_id == account_id,
+                JobRow.queue == queue,
+                JobRow.status.in_(IN_FLIGHT),
             )
         )
         or 0
@@ -376,12 +393,12 @@ def count_created_since(
     return int(
         session.scalar(
             select(func.count())
-            .select_from(Job)
+            .select_from(JobRow)
             .where(
-                Job.account_id == account_id,
-                Job.queue.in_(queues),
-                Job.created_at >= since,
-                Job.status != JobStatus.FAILED,
+                JobRow.account_id == account_id,
+                JobRow.queue.in_(queues),
+                JobRow.created_at >= since,
+                JobRow.status != JobStatus.FAILED,
             )
         )
         or 0
@@ -391,13 +408,13 @@ def count_created_since(
 def video_line_held(session: Session, account_id: str) -> bool:
     """Whether one of the account's videos is running or published (it holds the line)."""
     holder = session.scalars(
-        select(Job.id)
+        select(JobRow.id)
         .where(
-            Job.account_id == account_id,
-            Job.queue == Queue.VIDEO,
+            JobRow.account_id == account_id,
+            JobRow.queue == Queue.VIDEO,
             or_(
-                Job.status == JobStatus.PROCESSING,
-                and_(Job.status == JobStatus.PENDING, Job.dispatched_at.is_not(None)),
+                JobRow.status == JobStatus.PROCESSING,
+                and_(JobRow.status == JobStatus.PENDING, JobRow.dispatched_at.is_not(None)),
             ),
         )
         .limit(1)
@@ -405,16 +422,16 @@ def video_line_held(session: Session, account_id: str) -> bool:
     return holder is not None
 
 
-def next_in_video_line(session: Session, account_id: str) -> Job | None:
+def next_in_video_line(session: Session, account_id: str) -> JobRow | None:
     return session.scalars(
-        select(Job)
+        select(JobRow)
         .where(
-            Job.account_id == account_id,
-            Job.queue == Queue.VIDEO,
-            Job.status == JobStatus.PENDING,
-            Job.dispatched_at.is_(None),
+            JobRow.account_id == account_id,
+            JobRow.queue == Queue.VIDEO,
+            JobRow.status == JobStatus.PENDING,
+            JobRow.dispatched_at.is_(None),
         )
-        .order_by(Job.created_at, Job.id)
+        .order_by(JobRow.created_at, JobRow.id)
         .limit(1)
     ).first()
 
@@ -422,12 +439,12 @@ def next_in_video_line(session: Session, account_id: str) -> Job | None:
 def accounts_with_waiting_videos(session: Session, created_before: datetime) -> list[str]:
     return list(
         session.scalars(
-            select(Job.account_id)
+            select(JobRow.account_id)
             .where(
-                Job.queue == Queue.VIDEO,
-                Job.status == JobStatus.PENDING,
-                Job.dispatched_at.is_(None),
-                Job.created_at < created_before,
+                JobRow.queue == Queue.VIDEO,
+                JobRow.status == JobStatus.PENDING,
+                JobRow.dispatched_at.is_(None),
+                JobRow.created_at < created_before,
             )
             .distinct()
         )
@@ -437,35 +454,35 @@ def accounts_with_waiting_videos(session: Session, created_before: datetime) -> 
 # What the API shows of one of the account's jobs: the per-request poll, compiled once for the
 # database and run on the driver's connection (core/driver_reads.py).
 JOB_VIEW_COLUMNS = (
-    Job.id,
-    Job.account_id,
-    Job.type,
-    Job.queue,
-    Job.status,
-    Job.created_at,
-    Job.result,
-    Job.error,
-    Job.progress,
-    Job.message,
+    JobRow.id,
+    JobRow.account_id,
+    JobRow.type,
+    JobRow.queue,
+    JobRow.status,
+    JobRow.created_at,
+    JobRow.result,
+    JobRow.error,
+    JobRow.progress,
+    JobRow.message,
 )
 # SQLite: one job, read inline.
 JOB_VIEW_BY_ID = select(*JOB_VIEW_COLUMNS).where(
-    Job.id == bindparam("job_id"),
-    Job.account_id == bindparam("account_id"),
-    Job.deleted_at.is_(None),
+    JobRow.id == bindparam("job_id"),
+    JobRow.account_id == bindparam("account_id"),
+    JobRow.deleted_at.is_(None),
 )
 # PostgreSQL: the jobs that concurrent polls asked for, in one statement (whose they are is
 # checked on each row).
 JOB_VIEWS_BY_IDS = select(*JOB_VIEW_COLUMNS).where(
-    Job.id == any_(bindparam("keys")),
-    Job.deleted_at.is_(None),
+    JobRow.id == any_(bindparam("keys")),
+    JobRow.deleted_at.is_(None),
 )
 
 
-CLAIM_IS_CURRENT = select(Job.id).where(
-    Job.id == bindparam("job_id"),
-    Job.claim_token == bindparam("token"),
-    Job.status == JobStatus.PROCESSING,
+CLAIM_IS_CURRENT = select(JobRow.id).where(
+    JobRow.id == bindparam("job_id"),
+    JobRow.claim_token == bindparam("token"),
+    JobRow.status == JobStatus.PROCESSING,
 )
 
 
@@ -479,11 +496,11 @@ def claim_is_current(connection: Connection, job_id: str, token: str) -> bool:
 RESULT_MEDIA_KINDS = ("image", "video", "poster")
 
 
-def get_owned_for_update(session: Session, job_id: str, account_id: str) -> Job | None:
+def get_owned_for_update(session: Session, job_id: str, account_id: str) -> JobRow | None:
     """One of the account's jobs that is not deleted, locked until the transaction ends."""
     return session.scalars(
-        select(Job)
-        .where(Job.id == job_id, Job.account_id == account_id, Job.deleted_at.is_(None))
+        select(JobRow)
+        .where(JobRow.id == job_id, JobRow.account_id == account_id, JobRow.deleted_at.is_(None))
         .with_for_update()
     ).first()
 
@@ -498,7 +515,9 @@ def in_flight_inputs(session: Session, account_id: str) -> list[dict[str, Any]]:
     """The inputs of the account's pending and processing jobs."""
     return list(
         session.scalars(
-            select(Job.inputs).where(Job.account_id == account_id, Job.status.in_(IN_FLIGHT))
+            select(JobRow.inputs).where(
+                JobRow.account_id == account_id, JobRow.status.in_(IN_FLIGHT)
+            )
         )
     )
 
@@ -518,8 +537,8 @@ def mark_deleted(session: Session, job_id: str, moment: datetime) -> None:
     """Empty the job of what it held and mark it deleted; the row stays for the ledger, and
     its idempotency keys go (a retry after a deletion creates a new job)."""
     session.execute(
-        update(Job)
-        .where(Job.id == job_id)
+        update(JobRow)
+        .where(JobRow.id == job_id)
         .values(deleted_at=moment, inputs={}, result=None, error=None, message=None)
     )
     session.execute(delete(IdempotencyRecord).where(IdempotencyRecord.job_id == job_id))

@@ -9,6 +9,8 @@ event, the task), and is what the gateway and the workers use.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import math
 import secrets
 from collections.abc import Sequence
@@ -36,9 +38,10 @@ from core.jobs.contract import (
     Queue,
     VideoResult,
 )
+from core.jobs.requests import RequestModel
 from core.pagination import decode_cursor, page_of
 from core.services import Services
-from core.tables import Account, Base, Job, Media
+from core.tables import Account, Base, JobRow, Media
 
 CANCELLED_MESSAGE = "Job cancelled"
 # Cancelling a job a worker already started keeps this much of its price (CONTRACT.md).
@@ -61,17 +64,25 @@ class NewJob:
 
 @dataclass(frozen=True)
 class Claim:
-    job: Job
+    job: JobRow
     token: str
 
 
 @dataclass(frozen=True)
-class IdempotencyClaim:
-    """An `Idempotency-Key` and what it was sent with: the endpoint and the body's hash."""
+class IdempotentRequest:
+    """A create sent with an `Idempotency-Key`: the key, the endpoint it was sent to and its
+    body's hash; a retry must repeat both to be a replay."""
 
     key: str
     endpoint: str
     body_hash: str
+
+    @classmethod
+    def of(cls, key: str, endpoint: str, request: RequestModel) -> IdempotentRequest:
+        """The body hashed as the API receives it (camelCase, defaults filled in), so the same
+        request hashes alike whichever front end made it."""
+        canonical = json.dumps(request.wire(), sort_keys=True, separators=(",", ":"))
+        return cls(key, endpoint, hashlib.sha256(canonical.encode()).hexdigest())
 
 
 class CreateRefused(DomainError):
@@ -146,8 +157,8 @@ def _check_plan(session: Session, account: Account, new: NewJob, moment: datetim
 
 
 def _replay(
-    session: Session, caller: Caller, claim: IdempotencyClaim, moment: datetime
-) -> Job | None:
+    session: Session, caller: Caller, claim: IdempotentRequest, moment: datetime
+) -> JobRow | None:
     """The job an earlier request with this key created, or None when the key is fresh."""
     record = idempotency_repository.find(session, caller.api_key_id, claim.key)
     if record is None:
@@ -160,13 +171,13 @@ def _replay(
     return repository.get(session, record.job_id)
 
 
-def create(
+def insert_pending(
     db: Database,
     caller: Caller,
     new: NewJob,
-    idempotency: IdempotencyClaim | None = None,
+    idempotency: IdempotentRequest | None = None,
     now: datetime | None = None,
-) -> tuple[Job, bool]:
+) -> tuple[JobRow, bool]:
     """Insert the pending job and reserve its price in one transaction (all or nothing).
 
     Returns the job and whether it is the replay of an earlier request with the same
@@ -182,7 +193,7 @@ def create(
         _check_plan(session, account, new, moment)
         job = repository.add(
             session,
-            Job(
+            JobRow(
                 id=job_id,
                 account_id=caller.account_id,
                 api_key_id=caller.api_key_id,
@@ -228,7 +239,7 @@ async def view_owned(db: Database, account_id: str, job_id: str) -> Any:
     return job if job is not None and job.account_id == account_id else None
 
 
-def get_owned(db: Database, account_id: str, job_id: str) -> Job | None:
+def get_owned(db: Database, account_id: str, job_id: str) -> JobRow | None:
     """The whole row of one of the account's jobs (inputs included), or None."""
     with db.read() as session:
         job = repository.get(session, job_id)
@@ -242,7 +253,7 @@ def list_page(
     status: str | None,
     cursor: str | None,
     limit: int,
-) -> tuple[list[Job], str | None]:
+) -> tuple[list[JobRow], str | None]:
     """One page and the cursor of the next (None on the last page). Raises BadCursor."""
     after = decode_cursor(cursor) if cursor else None
     with db.read() as session:
@@ -250,7 +261,7 @@ def list_page(
     return page_of(rows, limit)
 
 
-def cancel(db: Database, account_id: str, job_id: str) -> tuple[Job | None, bool]:
+def cancel(db: Database, account_id: str, job_id: str) -> tuple[JobRow | None, bool]:
     """The job after cancelling, and whether it was in flight (so a worker may need telling)."""
     with db.write() as session:
         job = repository.get(session, job_id, for_update=True)
@@ -283,7 +294,7 @@ def cancel(db: Database, account_id: str, job_id: str) -> tuple[Job | None, bool
         return job, True
 
 
-def claim(
+def take_pending(
     db: Database, job_id: str, lease_seconds: float, token: str | None = None
 ) -> Claim | None:
     """Take a pending job for this worker, or None when it is not (or no longer) pending.
@@ -293,7 +304,7 @@ def claim(
     moment = utcnow()
     # One statement committing by itself: one round trip, one durable commit.
     with db.statements() as connection:
-        job = repository.claim(
+        job = repository.set_processing(
             connection, job_id, token, moment, moment + timedelta(seconds=lease_seconds)
         )
     return Claim(job=job, token=token) if job is not None else None
@@ -371,21 +382,30 @@ def attach_poster(db: Database, job_id: str, poster: Media) -> bool:
 
 def fail(db: Database, claim: Claim, message: str) -> bool:
     """processing -> failed with a full refund; False if it was no longer this worker's."""
-    job = claim.job
     with db.write() as session:
-        if not repository.transition(
-            session,
-            job.id,
-            JobStatus.PROCESSING,
-            claim.token,
-            status=JobStatus.FAILED,
-            error=failure(message),
-            finished_at=utcnow(),
-            lease_expires_at=None,
-        ):
+        if not _fail_and_refund(session, claim.job, claim.token, message, utcnow()):
             return _ended_by(session, claim, JobStatus.FAILED)
-        credits.refund(session, job.account_id, job.id, job.credits_reserved, "failed")
         return True
+
+
+def _fail_and_refund(
+    session: Session, job: JobRow, token: str | None, message: str, moment: datetime
+) -> bool:
+    """processing (under `token`) -> failed, its reservation refunded in full, in the caller's
+    transaction; False when the row was not processing under that claim."""
+    if not repository.transition(
+        session,
+        job.id,
+        JobStatus.PROCESSING,
+        token,
+        status=JobStatus.FAILED,
+        error=failure(message),
+        finished_at=moment,
+        lease_expires_at=None,
+    ):
+        return False
+    credits.refund(session, job.account_id, job.id, job.credits_reserved, "failed")
+    return True
 
 
 def _ended_by(session: Session, claim: Claim, status: JobStatus) -> bool:
@@ -409,28 +429,19 @@ def hand_back(db: Database, claim: Claim) -> bool:
             claim_token=None,
             lease_expires_at=None,
             dispatched_at=None,
-            attempts=Job.attempts - 1,
+            attempts=JobRow.attempts - 1,
         )
 
 
-def recover_lapsed(db: Database, job: Job, max_attempts: int) -> JobStatus | None:
+def recover_lapsed(db: Database, job: JobRow, max_attempts: int) -> JobStatus | None:
     """A job whose worker vanished: back to pending, or failed and refunded when it has had
     its attempts. Returns the status it went to (None when another sweep got there first)."""
     moment = utcnow()
     with db.write() as session:
         if job.attempts >= max_attempts:
-            if not repository.transition(
-                session,
-                job.id,
-                JobStatus.PROCESSING,
-                job.claim_token,
-                status=JobStatus.FAILED,
-                error=failure(f"the worker was lost {job.attempts} times; giving up"),
-                finished_at=moment,
-                lease_expires_at=None,
-            ):
+            message = f"the worker was lost {job.attempts} times; giving up"
+            if not _fail_and_refund(session, job, job.claim_token, message, moment):
                 return None
-            credits.refund(session, job.account_id, job.id, job.credits_reserved, "failed")
             return JobStatus.FAILED
         if not repository.requeue_lapsed(session, job.id, moment):
             return None

@@ -6,7 +6,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from core.jobs.contract import IMAGE_TYPES
-from core.tables import Job, Media
+from core.tables import JobRow, Media
 
 
 def media_owned(session: Session, media_id: str, account_id: str) -> Media | None:
@@ -21,13 +21,13 @@ def media_owned_by_key(session: Session, key: str, account_id: str) -> Media | N
     ).first()
 
 
-def image_job_owned(session: Session, job_id: str, account_id: str) -> Job | None:
+def image_job_owned(session: Session, job_id: str, account_id: str) -> JobRow | None:
     return session.scalars(
-        select(Job).where(
-            Job.id == job_id,
-            Job.account_id == account_id,
-            Job.type.in_(IMAGE_TYPES),
-            Job.deleted_at.is_(None),
+        select(JobRow).where(
+            JobRow.id == job_id,
+            JobRow.account_id == account_id,
+            JobRow.type.in_(IMAGE_TYPES),
+            JobRow.deleted_at.is_(None),
         )
     ).first()
 

@@ -25,7 +25,7 @@ from core.images import NotAnImage, TooManyPixels, inspect_image
 from core.jobs.contract import ImagesResult, InputImage, JobStatus, StoredImage
 from core.references import repository
 from core.services import Services
-from core.tables import Job, Media
+from core.tables import JobRow, Media
 from core.uploads import repository as uploads_repository
 
 NOT_FOUND = "reference not found"
@@ -142,7 +142,7 @@ def _by_id(services: Services, account_id: str, object_id: str) -> InputImage:
     raise _Unresolved(NOT_FOUND)
 
 
-def _images_of(job: Job) -> list[StoredImage]:
+def _images_of(job: JobRow) -> list[StoredImage]:
     """A completed image job's images (none for a job not completed)."""
     if job.status != JobStatus.COMPLETED or job.result is None:
         return []

@@ -18,7 +18,7 @@ from core.styles.service import StyleNotFound
 
 
 @dataclass(frozen=True)
-class SearchHit:
+class RankedAsset:
     asset_id: str
     name: str
     storage_key: str
@@ -83,7 +83,7 @@ def search(
     style_id: str,
     query: str,
     limit: int,
-) -> list[SearchHit]:
+) -> list[RankedAsset]:
     """The `limit` assets closest to the query, by cosine similarity of their stored
     embeddings to the query's (embedded now), most similar first. Raises StyleNotFound."""
     with db.statements() as connection:
@@ -99,6 +99,6 @@ def search(
             folders.put(style_id, folder)
     vector = semantics.embed([query])[0]
     return [
-        SearchHit(folder.ids[index], folder.names[index], folder.keys[index], similarity)
+        RankedAsset(folder.ids[index], folder.names[index], folder.keys[index], similarity)
         for index, similarity in semantics.rank(vector, folder.matrix, limit)
     ]

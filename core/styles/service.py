@@ -12,6 +12,7 @@ from core.jobs.contract import LentStyle
 from core.pagination import decode_cursor, page_of
 from core.services import Services
 from core.styles import repository
+from core.styles.payload import GradientColour, SolidColour, colours_of
 from core.tables import Style
 
 
@@ -38,17 +39,17 @@ def list_page(
 
 def palette_of(style: Style) -> list[str]:
     """The style's solid colours, in their order of importance."""
-    return [item["hex"] for item in style.colours if item.get("type") == "solid"]
+    return [colour.hex for colour in colours_of(style.colours) if isinstance(colour, SolidColour)]
 
 
 def generation_hints(style: Style) -> LentStyle:
     """What a generation takes from a style (kept in the job's inputs, so the job stands alone
     if the style changes later): palette (solids, then gradient stops), tone, aesthetic."""
     gradient_stops = [
-        stop["hex"]
-        for item in style.colours
-        if item.get("type") == "gradient"
-        for stop in item.get("stops", [])
+        stop.hex
+        for colour in colours_of(style.colours)
+        if isinstance(colour, GradientColour)
+        for stop in colour.stops
     ]
     return LentStyle(
         style_id=style.id,

@@ -10,8 +10,8 @@ from core.accounts import service as accounts
 from core.errors import NotFound
 from gateway.account.schemas import AccountEnvelope
 from gateway.auth import CallerDep
-from gateway.contract import ERROR_RESPONSES, ContractRoute
 from gateway.dependencies import DatabaseDep
+from gateway.schemas import ERROR_RESPONSES, ContractRoute
 
 router = APIRouter(route_class=ContractRoute, responses=ERROR_RESPONSES)
 

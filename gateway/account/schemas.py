@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from gateway.contract import ResponseModel
+from gateway.schemas import ResponseModel
 
 
 class PlanLimits(ResponseModel):

@@ -13,6 +13,7 @@ from typing import Annotated
 import anyio
 from fastapi import APIRouter, Query, Request, Response
 
+from core.accounts import passwords
 from core.accounts import service as accounts
 from core.sessions import service as sessions
 from gateway.dashboard.web import (
@@ -94,7 +95,7 @@ async def sign_in(request: Request) -> Response:
             response.headers["Retry-After"] = str(decision.reset_seconds)
             return response
     db = runtime.services.db
-    account = await anyio.to_thread.run_sync(accounts.check_password, db, email, password)
+    account = await anyio.to_thread.run_sync(passwords.check_password, db, email, password)
     if account is None:
         return _sign_in_form(request, next_path, email, WRONG_CREDENTIALS, 401)
     started = await anyio.to_thread.run_sync(sessions.start, db, account.id)
@@ -127,7 +128,7 @@ def change_password(page: PostedDep) -> Response:
             "account.html", 400, nav="account", message="The two new passwords differ."
         )
     try:
-        accounts.change_password(page.services.db, page.user.account_id, page.raw("current"), new)
+        passwords.change_password(page.services.db, page.user.account_id, page.raw("current"), new)
     except accounts.AccountError as error:
         return page.render("account.html", 400, nav="account", message=str(error))
     response = see_other(f"{PREFIX}/sign-in")

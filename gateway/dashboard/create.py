@@ -5,8 +5,6 @@ Idempotency-Key, so a double-clicked submit makes one job. The browser lands on 
 
 from __future__ import annotations
 
-import hashlib
-import json
 import secrets
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -15,7 +13,7 @@ from typing import Annotated, Any, get_args
 from fastapi import APIRouter, Query, Response
 from pydantic import ValidationError
 
-from core.accounts import service as accounts
+from core.accounts import authentication
 from core.errors import DomainError
 from core.jobs import service as jobs_service
 from core.jobs.contract import (
@@ -27,15 +25,15 @@ from core.jobs.contract import (
     ResizeAspectRatio,
     VideoResolution,
 )
-from core.jobs.creation import (
-    AnimateJobRequest,
-    EditJobRequest,
-    ExtractStyleJobRequest,
-    GenerateJobRequest,
+from core.jobs.requests import (
+    EditRequest,
+    ExtractRequest,
+    FramesRequest,
+    GenerateRequest,
+    ImageToVideoRequest,
     JobRequest,
-    ReframeJobRequest,
-    TransitionJobRequest,
-    UpscaleJobRequest,
+    ResizeRequest,
+    UpscaleRequest,
 )
 from core.styles import service as styles_service
 from core.uploads import service as uploads_service
@@ -167,7 +165,7 @@ def _whole(value: str, default: int) -> int:
 
 
 REQUESTS: dict[str, Callable[[Page], JobRequest]] = {
-    "generate": lambda page: GenerateJobRequest.model_validate(
+    "generate": lambda page: GenerateRequest.from_fields(
         {
             "prompt": page.field("prompt"),
             "aspect_ratio": page.field("aspect_ratio", "1:1"),
@@ -178,7 +176,7 @@ REQUESTS: dict[str, Callable[[Page], JobRequest]] = {
             "references": page.fields("references"),
         }
     ),
-    "edit": lambda page: EditJobRequest.model_validate(
+    "edit": lambda page: EditRequest.from_fields(
         {
             "image_id": page.field("image"),
             "prompt": page.field("prompt"),
@@ -186,17 +184,17 @@ REQUESTS: dict[str, Callable[[Page], JobRequest]] = {
             "references": page.fields("references"),
         }
     ),
-    "reframe": lambda page: ReframeJobRequest.model_validate(
+    "reframe": lambda page: ResizeRequest.from_fields(
         {
             "image_id": page.field("image"),
             "aspect_ratio": page.field("aspect_ratio", "16:9"),
             "resolution": page.field("resolution", "1K"),
         }
     ),
-    "upscale": lambda page: UpscaleJobRequest.model_validate(
+    "upscale": lambda page: UpscaleRequest.from_fields(
         {"image_id": page.field("image"), "resolution": page.field("resolution", "2K")}
     ),
-    "animate": lambda page: AnimateJobRequest.model_validate(
+    "animate": lambda page: ImageToVideoRequest.from_fields(
         {
             "image": page.field("image"),
             "prompt": page.field("prompt"),
@@ -206,7 +204,7 @@ REQUESTS: dict[str, Callable[[Page], JobRequest]] = {
             "negative_prompt": _optional(page.field("negative_prompt")),
         }
     ),
-    "frames": lambda page: TransitionJobRequest.model_validate(
+    "frames": lambda page: FramesRequest.from_fields(
         {
             "start_image": page.field("start_image"),
             "end_image": page.field("end_image"),
@@ -218,7 +216,7 @@ REQUESTS: dict[str, Callable[[Page], JobRequest]] = {
             "negative_prompt": _optional(page.field("negative_prompt")),
         }
     ),
-    "extract": lambda page: ExtractStyleJobRequest.model_validate({"url": page.field("url")}),
+    "extract": lambda page: ExtractRequest.from_fields({"url": page.field("url")}),
 }
 
 
@@ -263,25 +261,22 @@ def create_job(page: Page, form: str) -> str:
     if details or request is None:
         raise FormRefused("Please correct the form.", details, 400)
     runtime = page.runtime
-    caller = accounts.dashboard_caller(page.services.db, page.user.account_id)
+    caller = authentication.dashboard_caller(page.services.db, page.user.account_id)
     decision = runtime.limiter.hit(bucket_of("POST", API_PATHS[form]), caller.api_key_id)
     if not decision.allowed:
         raise FormRefused(
             f"Too many requests. Try again in {decision.reset_seconds} seconds.", {}, 429
         )
-    canonical = json.dumps(request.model_dump(mode="json"), sort_keys=True)
     token = page.field("form_token")
     idempotency = (
-        jobs_service.IdempotencyClaim(
-            key=f"dashboard:{token}"[:255],
-            endpoint=f"{PREFIX}/create/{form}",
-            body_hash=hashlib.sha256(canonical.encode()).hexdigest(),
+        jobs_service.IdempotentRequest.of(
+            f"dashboard:{token}"[:255], f"{PREFIX}/create/{form}", request
         )
         if token
         else None
     )
     try:
-        created = runtime.creation.create(caller, request, idempotency)
+        created = runtime.creation.admit(caller, request, idempotency)
     except DomainError as error:
         raise FormRefused(error.message, _described(error.details or {}), error.status) from None
     if not created.replayed:

@@ -17,7 +17,7 @@ from core.jobs.contract import (
     result_of,
 )
 from core.services import Services
-from core.tables import Job
+from core.tables import JobRow
 from core.thumbnails import service as thumbnails
 from gateway.dashboard.web import PREFIX
 from gateway.jobs.presenter import progress_of
@@ -103,7 +103,7 @@ class Gallery:
             for media_id in media_ids
         }
 
-    def cards(self, jobs: Sequence[Job], originals: bool = False) -> list[JobCard]:
+    def cards(self, jobs: Sequence[JobRow], originals: bool = False) -> list[JobCard]:
         """The cards of a page of jobs, with their images' thumbnails; with `originals` also
         the full-size images' URLs (a job's own page: open and download)."""
         results = {

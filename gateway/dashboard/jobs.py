@@ -8,7 +8,7 @@ from fastapi import APIRouter, Header, Query, Response
 from fastapi.responses import RedirectResponse, StreamingResponse
 
 from core.jobs import service as jobs_service
-from core.jobs.contract import JobType
+from core.jobs.contract import JobStatus, JobType
 from core.thumbnails import service as thumbnails
 from gateway.dashboard.gallery import Gallery
 from gateway.dashboard.web import (
@@ -21,11 +21,11 @@ from gateway.dashboard.web import (
     error_page,
     see_other,
 )
+from gateway.dependencies import url_signer_for
 from gateway.jobs.events import JobEventStream, is_repeat_of_terminal
 from gateway.jobs.presenter import JobPresenter, progress_of
 from gateway.jobs.reads import JobReads
 from gateway.responses import JsonResponse
-from gateway.signing import UrlSigner
 
 router = APIRouter(route_class=DashboardRoute)
 PAGE_SIZE = 24
@@ -36,18 +36,11 @@ TYPE_FILTERS = {
     "video": (JobType.VIDEO_GENERATE,),
     "style": (JobType.STYLE_EXTRACT,),
 }
-STATUS_FILTERS = ("", "pending", "processing", "completed", "failed")
-
-
-def signer_for(page: Page) -> UrlSigner:
-    services = page.services
-    return UrlSigner(
-        services.storage, str(page.request.base_url), services.settings.signed_url_seconds
-    )
+STATUS_FILTERS = ("", *JobStatus)
 
 
 def gallery_for(page: Page) -> Gallery:
-    return Gallery(page.services, signer_for(page))
+    return Gallery(page.services, url_signer_for(page.request))
 
 
 def _not_found(page: Page) -> Response:
@@ -121,7 +114,7 @@ async def job_events(
         return Response(status_code=204)
     stream = JobEventStream(
         reads,
-        JobPresenter(signer_for(page)),
+        JobPresenter(url_signer_for(page.request)),
         page.services.settings.events_heartbeat_seconds,
         page.runtime.closing,
     )
@@ -160,6 +153,6 @@ def thumbnail(page: PageDep, media_id: str) -> Response:
     made = thumbnails.thumbnail_of(page.services, page.user.account_id, media_id)
     if made is None:
         return error_page(page.request, 404, "Not found", "There is no such image.", page.user)
-    response = RedirectResponse(signer_for(page).url(made.storage_key), status_code=302)
+    response = RedirectResponse(url_signer_for(page.request).url(made.storage_key), status_code=302)
     response.headers["Cache-Control"] = "private, max-age=3600"
     return response

@@ -7,6 +7,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query, Response
 
+from core.accounts import api_keys
 from core.accounts import service as accounts
 from gateway.dashboard.web import (
     PREFIX,
@@ -35,7 +36,7 @@ def _keys_page(
     limit: int = PAGE_SIZE,
     **context: object,
 ) -> Response:
-    keys, next_cursor = accounts.keys_page(page.services.db, page.user.account_id, cursor, limit)
+    keys, next_cursor = api_keys.keys_page(page.services.db, page.user.account_id, cursor, limit)
     return page.render(
         "keys.html",
         status,
@@ -74,7 +75,7 @@ def create_key(page: PostedDep) -> Response:
             )
         days = int(expiry)
     try:
-        new = accounts.create_key(page.services.db, page.user.email, name, days)
+        new = api_keys.create_key(page.services.db, page.user.email, name, days)
     except accounts.AccountError as error:
         return _keys_page(page, 400, message=str(error), form_name=name, form_expiry=expiry)
     return _keys_page(page, 201, created=new)
@@ -83,7 +84,7 @@ def create_key(page: PostedDep) -> Response:
 @router.post("/keys/{key_id}/rename")
 def rename_key(page: PostedDep, key_id: str) -> Response:
     try:
-        accounts.rename_key(page.services.db, key_id, page.field("name"), page.user.account_id)
+        api_keys.rename_key(page.services.db, key_id, page.field("name"), page.user.account_id)
     except accounts.AccountError as error:
         return _keys_page(page, 400, message=str(error))
     return see_other(f"{PREFIX}/keys?done=renamed")
@@ -95,7 +96,7 @@ def set_key_state(page: PostedDep, key_id: str) -> Response:
     if state == "revoked" and page.field("confirm") != "yes":
         return _keys_page(page, 400, message="Tick the box to confirm the revocation.")
     try:
-        key = accounts.set_key_state(
+        key = api_keys.set_key_state(
             page.services.db, page.services.events, key_id, state, page.user.account_id
         )
     except accounts.AccountError as error:

@@ -14,13 +14,14 @@ from fastapi import APIRouter, Query, Response
 from core.styles import assets as style_assets
 from core.styles import search as style_search
 from core.styles import service as styles_service
+from core.styles.payload import GradientColour, SolidColour, colours_of, typography_of
 from core.tables import Style
 from gateway.dashboard.create import FormRefused, create_job, image_choices
-from gateway.dashboard.jobs import gallery_for, signer_for
+from gateway.dashboard.jobs import gallery_for
 from gateway.dashboard.web import PREFIX, DashboardRoute, Page, PageDep, PostedDep, see_other
+from gateway.dependencies import url_signer_for
 
 router = APIRouter(route_class=DashboardRoute)
-HEX = re.compile(r"^#[0-9A-Fa-f]{6}$")
 WEIGHTS = {"thin": 200, "regular": 400, "bold": 700}
 PAGE_SIZE = 24
 
@@ -35,50 +36,40 @@ class Swatch:
     label: str
 
 
-def _swatch(colour: dict[str, Any]) -> Swatch | None:
-    name = str(colour.get("name", ""))
-    role = str(colour.get("role", ""))
-    if colour.get("type") == "gradient":
-        stops = [
-            (str(stop.get("hex")), stop.get("positionPct"))
-            for stop in colour.get("stops", [])
-            if HEX.match(str(stop.get("hex")))
-        ]
-        if len(stops) < 2:
-            return None
-        parts = ", ".join(
-            f"{hex_} {float(position):g}%" if isinstance(position, int | float) else hex_
-            for hex_, position in stops
-        )
-        if colour.get("gradientSubtype") == "radial":
-            css = f"radial-gradient(circle, {parts})"
-        else:
-            angle = colour.get("angleDeg")
-            turn = f"{float(angle):g}deg, " if isinstance(angle, int | float) else ""
-            css = f"linear-gradient({turn}{parts})"
-        return Swatch(name, role, "gradient", css, " → ".join(hex_ for hex_, _ in stops))
-    hex_value = str(colour.get("hex", ""))
-    if not HEX.match(hex_value):
-        return None
-    return Swatch(name, role, "solid", hex_value, hex_value.upper())
+def _swatch(colour: SolidColour | GradientColour) -> Swatch:
+    """Validated colours only reach CSS (core/styles/payload.py checks every hex)."""
+    if isinstance(colour, SolidColour):
+        return Swatch(colour.name, colour.role, "solid", colour.hex, colour.hex.upper())
+    parts = ", ".join(
+        f"{stop.hex} {stop.position_pct:g}%" if stop.position_pct is not None else stop.hex
+        for stop in colour.stops
+    )
+    if colour.gradient_subtype == "radial":
+        css = f"radial-gradient(circle, {parts})"
+    else:
+        turn = f"{colour.angle_deg:g}deg, " if colour.angle_deg is not None else ""
+        css = f"linear-gradient({turn}{parts})"
+    label = " → ".join(stop.hex for stop in colour.stops)
+    return Swatch(colour.name, colour.role, "gradient", css, label)
+
+
+def _swatches(style: Style) -> list[Swatch]:
+    return [_swatch(colour) for colour in colours_of(style.colours)]
 
 
 def _specimens(style: Style) -> list[dict[str, Any]]:
-    specimens = []
-    for item in style.typography:
-        family = str(item.get("fontFamily", ""))
-        specimens.append(
-            {
-                "family": family,
-                # A family name only, quoted for CSS; quotes and backslashes removed.
-                "css_family": re.sub(r"[\"'\\;<>{}]", "", family),
-                "weight": item.get("weight") or "regular",
-                "css_weight": WEIGHTS.get(str(item.get("weight")), 400),
-                "transform": item.get("textTransform") or "none",
-                "role": item.get("role", ""),
-            }
-        )
-    return specimens
+    return [
+        {
+            "family": item.font_family,
+            # A family name only, quoted for CSS; quotes and backslashes removed.
+            "css_family": re.sub(r"[\"'\\;<>{}]", "", item.font_family),
+            "weight": item.weight or "regular",
+            "css_weight": WEIGHTS.get(str(item.weight), 400),
+            "transform": item.text_transform or "none",
+            "role": item.role,
+        }
+        for item in typography_of(style.typography)
+    ]
 
 
 def _styles_page(page: Page, status: int = 200, **context: Any) -> Response:
@@ -86,14 +77,14 @@ def _styles_page(page: Page, status: int = 200, **context: Any) -> Response:
     styles, next_cursor = styles_service.list_page(
         page.services.db, page.user.account_id, cursor, PAGE_SIZE
     )
-    signer = signer_for(page)
+    signer = url_signer_for(page.request)
     summaries = [
         {
             "id": style.id,
             "name": style.name,
             "url": style.url,
             "logo_url": signer.url(style.logo_key) if style.logo_key else None,
-            "swatches": [s for s in map(_swatch, style.colours) if s is not None][:8],
+            "swatches": _swatches(style)[:8],
         }
         for style in styles
     ]
@@ -134,7 +125,7 @@ def _style_page(
     style = styles_service.get_owned(page.services.db, page.user.account_id, style_id)
     if style is None:
         raise styles_service.StyleNotFound()
-    signer = signer_for(page)
+    signer = url_signer_for(page.request)
     cursor = page.request.query_params.get("cursor")
     assets, next_cursor = style_assets.list_assets(
         page.services.db, page.user.account_id, style_id, cursor, PAGE_SIZE
@@ -158,7 +149,7 @@ def _style_page(
         nav="styles",
         style=style,
         logo_url=signer.url(style.logo_key) if style.logo_key else None,
-        swatches=[s for s in map(_swatch, style.colours) if s is not None],
+        swatches=_swatches(style),
         specimens=_specimens(style),
         assets=[(asset, signer.url(asset.storage_key)) for asset in assets],
         next_cursor=next_cursor,

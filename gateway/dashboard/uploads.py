@@ -15,6 +15,7 @@ from core.errors import DomainError
 from core.uploads import service as uploads_service
 from gateway.dashboard.jobs import gallery_for
 from gateway.dashboard.web import PREFIX, DashboardRoute, Page, PageDep, PostedDep, see_other
+from gateway.dependencies import files_base_url
 from gateway.errors import validation_details
 from gateway.responses import JsonResponse
 from gateway.uploads.schemas import PresignRequest
@@ -71,11 +72,11 @@ async def upload_form(page: PostedDep) -> Response:
             services,
             page.user.account_id,
             request.filename,
-            request.contentType,
-            str(page.request.base_url),
+            request.content_type,
+            files_base_url(page.request),
         )
         services.storage.put_bytes(
-            uploads_service.staging_key(presigned.upload.id), data, request.contentType
+            uploads_service.staging_key(presigned.upload.id), data, request.content_type
         )
         uploads_service.complete(services, page.user.account_id, presigned.upload.id)
 
@@ -103,8 +104,8 @@ async def presign(page: PostedDep) -> Response:
         page.services,
         page.user.account_id,
         body.filename,
-        body.contentType,
-        str(page.request.base_url),
+        body.content_type,
+        files_base_url(page.request),
     )
     return JsonResponse({"uploadId": presigned.upload.id, "uploadUrl": presigned.url})
 

@@ -1,4 +1,4 @@
-"""Image creates: generate, edit, resize (reframe), upscale; each body becomes a core request."""
+"""Image creates: generate, edit, resize (reframe), upscale; each body is core's request."""
 
 from __future__ import annotations
 
@@ -6,15 +6,9 @@ from typing import Any
 
 from fastapi import APIRouter
 
-from core.jobs.creation import (
-    EditJobRequest,
-    GenerateJobRequest,
-    ReframeJobRequest,
-    UpscaleJobRequest,
-)
-from gateway.contract import CREATE_ERROR_RESPONSES, ContractRoute, JobEnvelope
-from gateway.images.schemas import EditRequest, GenerateRequest, ResizeRequest, UpscaleRequest
-from gateway.jobs.creation import CreateJobDep
+from core.jobs.requests import EditRequest, GenerateRequest, ResizeRequest, UpscaleRequest
+from gateway.jobs.submission import SubmitDep
+from gateway.schemas import CREATE_ERROR_RESPONSES, ContractRoute, JobEnvelope
 
 router = APIRouter(route_class=ContractRoute, responses=CREATE_ERROR_RESPONSES)
 
@@ -22,34 +16,15 @@ router = APIRouter(route_class=ContractRoute, responses=CREATE_ERROR_RESPONSES)
 @router.post(
     "/images/generate", status_code=202, response_model=JobEnvelope, summary="Generate images"
 )
-def generate_image(body: GenerateRequest, create: CreateJobDep) -> Any:
-    return create(
-        body,
-        GenerateJobRequest(
-            prompt=body.prompt,
-            aspect_ratio=body.aspectRatio,
-            quality=body.quality,
-            resolution=body.resolution,
-            variations=body.variations,
-            style_id=body.styleId,
-            references=body.references,
-        ),
-    )
+def generate_image(body: GenerateRequest, submit: SubmitDep) -> Any:
+    return submit(body)
 
 
 @router.post(
     "/images/edit", status_code=202, response_model=JobEnvelope, summary="Edit a prior image"
 )
-def edit_image(body: EditRequest, create: CreateJobDep) -> Any:
-    return create(
-        body,
-        EditJobRequest(
-            image_id=body.imageId,
-            prompt=body.prompt,
-            style_id=body.styleId,
-            references=body.references,
-        ),
-    )
+def edit_image(body: EditRequest, submit: SubmitDep) -> Any:
+    return submit(body)
 
 
 @router.post(
@@ -58,17 +33,12 @@ def edit_image(body: EditRequest, create: CreateJobDep) -> Any:
     response_model=JobEnvelope,
     summary="Reframe a prior image to another aspect ratio",
 )
-def resize_image(body: ResizeRequest, create: CreateJobDep) -> Any:
-    return create(
-        body,
-        ReframeJobRequest(
-            image_id=body.imageId, aspect_ratio=body.aspectRatio, resolution=body.resolution
-        ),
-    )
+def resize_image(body: ResizeRequest, submit: SubmitDep) -> Any:
+    return submit(body)
 
 
 @router.post(
     "/images/upscale", status_code=202, response_model=JobEnvelope, summary="Upscale a prior image"
 )
-def upscale_image(body: UpscaleRequest, create: CreateJobDep) -> Any:
-    return create(body, UpscaleJobRequest(image_id=body.imageId, resolution=body.resolution))
+def upscale_image(body: UpscaleRequest, submit: SubmitDep) -> Any:
+    return submit(body)

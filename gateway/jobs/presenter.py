@@ -10,8 +10,8 @@ from core.jobs.contract import (
     NOTES_SEPARATOR,
     TERMINAL,
     ImagesResult,
-    JobResult,
     JobStatus,
+    StoredResult,
     VideoResult,
     result_of,
 )
@@ -70,7 +70,7 @@ class JobPresenter:
         view["notes"] = notes_of(job)
         return view
 
-    def _result(self, result: JobResult) -> dict[str, Any]:
+    def _result(self, result: StoredResult) -> dict[str, Any]:
         if isinstance(result, ImagesResult):
             return {
                 "images": [

@@ -15,15 +15,8 @@ from core.accounts.service import Caller
 from core.errors import NotFound
 from core.ids import parse_uuid
 from core.jobs import service as jobs_service
-from core.jobs.contract import IMAGE_TYPES, JobType
+from core.jobs.contract import IMAGE_TYPES, JobStatusValue, JobType, ListedJobTypeValue
 from gateway.auth import CallerDep
-from gateway.contract import (
-    DELETE_ERROR_RESPONSES,
-    ERROR_RESPONSES,
-    ContractRoute,
-    JobEnvelope,
-    JobPage,
-)
 from gateway.dependencies import (
     DatabaseDep,
     JobReadsDep,
@@ -32,13 +25,20 @@ from gateway.dependencies import (
     SignerDep,
     job_reads_of,
     runtime_of,
-    url_signer_of,
+    url_signer_for,
 )
 from gateway.jobs.events import JobEventStream, is_repeat_of_terminal
 from gateway.jobs.presenter import JobPresenter
 from gateway.jobs.reads import JobReads
 from gateway.paths import JobId
 from gateway.responses import RenderedJsonResponse
+from gateway.schemas import (
+    DELETE_ERROR_RESPONSES,
+    ERROR_RESPONSES,
+    ContractRoute,
+    JobEnvelope,
+    JobPage,
+)
 from gateway.signing import UrlSigner
 
 router = APIRouter(route_class=ContractRoute, responses=ERROR_RESPONSES)
@@ -83,7 +83,7 @@ class JobReadRoute(ContractRoute):
                 job_id=job_id,
                 caller=caller,
                 reads=await job_reads_of(request),
-                signer=await url_signer_of(request),
+                signer=url_signer_for(request),
                 wait=USUAL_WAIT_QUERIES[query],
             )
             await response(scope, receive, send)
@@ -262,9 +262,9 @@ def list_jobs(
     signer: SignerDep,
     cursor: Annotated[str | None, Query(max_length=512)] = None,
     limit: Annotated[int, Query(ge=1, le=50)] = 20,
-    status: Literal["pending", "processing", "completed", "failed"] | None = None,
+    status: JobStatusValue | None = None,
     type: Annotated[
-        Literal["image.generate", "image.edit", "video.generate"] | None,
+        ListedJobTypeValue | None,
         Query(description="Extension: `video.generate` lists video jobs instead"),
     ] = None,
 ) -> Any:

@@ -3,13 +3,13 @@ search hits."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from core.clock import isoformat_ms
-from core.styles.search import SearchHit
+from core.styles.payload import StyleDetail, colours_of, typography_of
+from core.styles.search import RankedAsset
 from core.styles.service import palette_of
 from core.tables import Style, StyleAsset
 from gateway.signing import UrlSigner
+from gateway.styles.schemas import SearchHit, StyleAssetItem, StyleSummary
 
 
 class StylePresenter:
@@ -19,43 +19,43 @@ class StylePresenter:
     def _logo_url(self, style: Style) -> str | None:
         return self.signer.url(style.logo_key) if style.logo_key is not None else None
 
-    def detail(self, style: Style) -> dict[str, Any]:
-        return {
-            "id": style.id,
-            "name": style.name,
-            "url": style.url,
-            "description": style.description,
-            "tagline": style.tagline,
-            "colours": style.colours,
-            "typography": style.typography,
-            "tone": style.tone,
-            "aesthetic": style.aesthetic,
-            "logoUrl": self._logo_url(style),
-        }
+    def detail(self, style: Style) -> StyleDetail:
+        return StyleDetail(
+            id=style.id,
+            name=style.name,
+            url=style.url,
+            description=style.description,
+            tagline=style.tagline,
+            colours=colours_of(style.colours),
+            typography=typography_of(style.typography),
+            tone=style.tone,
+            aesthetic=style.aesthetic,
+            logo_url=self._logo_url(style),
+        )
 
-    def summary(self, style: Style) -> dict[str, Any]:
-        return {
-            "id": style.id,
-            "name": style.name,
-            "url": style.url,
-            "logoUrl": self._logo_url(style),
-            "palette": palette_of(style),
-        }
+    def summary(self, style: Style) -> StyleSummary:
+        return StyleSummary(
+            id=style.id,
+            name=style.name,
+            url=style.url,
+            logoUrl=self._logo_url(style),
+            palette=palette_of(style),
+        )
 
-    def asset(self, asset: StyleAsset) -> dict[str, Any]:
-        return {
-            "id": asset.id,
-            "name": asset.name,
-            "url": self.signer.url(asset.storage_key),
-            "source": asset.source,
-            "altText": asset.alt_text,
-            "createdAt": isoformat_ms(asset.created_at),
-        }
+    def asset(self, asset: StyleAsset) -> StyleAssetItem:
+        return StyleAssetItem(
+            id=asset.id,
+            name=asset.name,
+            url=self.signer.url(asset.storage_key),
+            source=asset.source,  # type: ignore[arg-type]  # one of the three, by the table
+            altText=asset.alt_text,
+            createdAt=isoformat_ms(asset.created_at),
+        )
 
-    def hit(self, hit: SearchHit) -> dict[str, Any]:
-        return {
-            "id": hit.asset_id,
-            "name": hit.name,
-            "url": self.signer.url(hit.storage_key),
-            "similarity": round(hit.similarity, 6),
-        }
+    def hit(self, hit: RankedAsset) -> SearchHit:
+        return SearchHit(
+            id=hit.asset_id,
+            name=hit.name,
+            url=self.signer.url(hit.storage_key),
+            similarity=round(hit.similarity, 6),
+        )

@@ -12,19 +12,12 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Query, Response
 
-from core.jobs.creation import ExtractStyleJobRequest
+from core.jobs.requests import ExtractRequest
 from core.styles import assets as style_assets
 from core.styles import search as style_search
 from core.styles import service as styles_service
 from core.styles.service import StyleNotFound
 from gateway.auth import CallerDep
-from gateway.contract import (
-    CREATE_ERROR_RESPONSES,
-    DELETE_ERROR_RESPONSES,
-    ERROR_RESPONSES,
-    ContractRoute,
-    JobEnvelope,
-)
 from gateway.dependencies import (
     DatabaseDep,
     FoldersDep,
@@ -33,11 +26,17 @@ from gateway.dependencies import (
     ServicesDep,
     SignerDep,
 )
-from gateway.jobs.creation import CreateJobDep
+from gateway.jobs.submission import SubmitDep
 from gateway.paths import StyleId
+from gateway.schemas import (
+    CREATE_ERROR_RESPONSES,
+    DELETE_ERROR_RESPONSES,
+    ERROR_RESPONSES,
+    ContractRoute,
+    JobEnvelope,
+)
 from gateway.styles.presenter import StylePresenter
 from gateway.styles.schemas import (
-    ExtractRequest,
     LinkAssetsRequest,
     SearchRequest,
     SearchResults,
@@ -57,8 +56,8 @@ router = APIRouter(route_class=ContractRoute, responses=ERROR_RESPONSES)
     responses=CREATE_ERROR_RESPONSES,
     summary="Extract a brand style from a website",
 )
-def extract_style(body: ExtractRequest, create: CreateJobDep) -> Any:
-    return create(body, ExtractStyleJobRequest(url=body.url))
+def extract_style(body: ExtractRequest, submit: SubmitDep) -> Any:
+    return submit(body)
 
 
 @router.get("/styles", response_model=StylePage, summary="List saved styles, newest first")

@@ -6,57 +6,10 @@ from typing import Annotated, Literal
 
 from pydantic import Field, StringConstraints
 
-from core.jobs.contract import ImageReference, PageUrl
-from gateway.contract import RequestModel, ResponseModel
-
-Hex = Annotated[str, StringConstraints(pattern=r"^#[0-9A-Fa-f]{6}$")]
-ColourName = Annotated[str, StringConstraints(min_length=1, max_length=50)]
-Role = Annotated[str, StringConstraints(max_length=200)]
-
-
-class ExtractRequest(RequestModel):
-    url: PageUrl
-
-
-class SolidColour(ResponseModel):
-    type: Literal["solid"]
-    name: ColourName
-    hex: Hex
-    role: Role = ""
-
-
-class GradientStop(ResponseModel):
-    hex: Hex
-    positionPct: Annotated[float, Field(ge=0, le=100)] | None = None
-
-
-class GradientColour(ResponseModel):
-    type: Literal["gradient"]
-    name: ColourName
-    gradientSubtype: Literal["linear", "radial"]
-    stops: Annotated[list[GradientStop], Field(min_length=2, max_length=6)]
-    angleDeg: float | None = None
-    role: Role = ""
-
-
-class TypographyItem(ResponseModel):
-    fontFamily: Annotated[str, StringConstraints(min_length=1, max_length=100)]
-    weight: Literal["thin", "regular", "bold"] | None = None
-    textTransform: Literal["uppercase", "lowercase", "none"] | None = None
-    role: Literal["heading", "body"]
-
-
-class StyleDetail(ResponseModel):
-    id: str
-    name: str
-    url: str | None
-    description: str | None
-    tagline: str | None
-    colours: list[Annotated[SolidColour | GradientColour, Field(discriminator="type")]]
-    typography: list[TypographyItem]
-    tone: list[str]
-    aesthetic: str
-    logoUrl: str | None
+from core.jobs.contract import ImageReference
+from core.jobs.requests import RequestModel
+from core.styles.payload import Hex, StyleDetail
+from gateway.schemas import ResponseModel
 
 
 class StyleEnvelope(ResponseModel):

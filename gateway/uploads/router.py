@@ -8,14 +8,14 @@ from fastapi import APIRouter, Request, Response
 
 from core.uploads import service as uploads
 from gateway.auth import CallerDep
-from gateway.contract import (
+from gateway.dependencies import ServicesDep, SignerDep, files_base_url
+from gateway.paths import UploadId
+from gateway.schemas import (
     DELETE_ERROR_RESPONSES,
     ERROR_RESPONSES,
     ContractRoute,
     ErrorEnvelope,
 )
-from gateway.dependencies import ServicesDep, SignerDep, files_base_url
-from gateway.paths import UploadId
 from gateway.uploads.schemas import PresignEnvelope, PresignRequest, UploadEnvelope
 
 router = APIRouter(route_class=ContractRoute, responses=ERROR_RESPONSES)
@@ -26,7 +26,7 @@ def create_upload(
     request: Request, body: PresignRequest, caller: CallerDep, services: ServicesDep
 ) -> Any:
     presigned = uploads.presign(
-        services, caller.account_id, body.filename, body.contentType, files_base_url(request)
+        services, caller.account_id, body.filename, body.content_type, files_base_url(request)
     )
     return {
         "data": {

@@ -6,14 +6,15 @@ from typing import Annotated, Literal
 
 from pydantic import StringConstraints
 
-from gateway.contract import RequestModel, ResponseModel
+from core.jobs.requests import RequestModel
+from gateway.schemas import ResponseModel
 
 ImageContentType = Literal["image/png", "image/jpeg", "image/gif", "image/webp"]
 
 
 class PresignRequest(RequestModel):
     filename: Annotated[str, StringConstraints(min_length=1, max_length=255)]
-    contentType: ImageContentType
+    content_type: ImageContentType
 
 
 class Presigned(ResponseModel):

@@ -7,10 +7,9 @@ from typing import Any
 
 from fastapi import APIRouter
 
-from core.jobs.creation import AnimateJobRequest, TransitionJobRequest
-from gateway.contract import CREATE_ERROR_RESPONSES, ContractRoute, JobEnvelope
-from gateway.jobs.creation import CreateJobDep
-from gateway.videos.schemas import FramesRequest, ImageToVideoRequest
+from core.jobs.requests import FramesRequest, ImageToVideoRequest
+from gateway.jobs.submission import SubmitDep
+from gateway.schemas import CREATE_ERROR_RESPONSES, ContractRoute, JobEnvelope
 
 router = APIRouter(route_class=ContractRoute, responses=CREATE_ERROR_RESPONSES)
 
@@ -21,18 +20,8 @@ router = APIRouter(route_class=ContractRoute, responses=CREATE_ERROR_RESPONSES)
     response_model=JobEnvelope,
     summary="Animate one image",
 )
-def image_to_video(body: ImageToVideoRequest, create: CreateJobDep) -> Any:
-    return create(
-        body,
-        AnimateJobRequest(
-            image=body.image,
-            prompt=body.prompt,
-            duration=body.duration,
-            resolution=body.resolution,
-            audio=body.audio,
-            negative_prompt=body.negativePrompt,
-        ),
-    )
+def image_to_video(body: ImageToVideoRequest, submit: SubmitDep) -> Any:
+    return submit(body)
 
 
 @router.post(
@@ -41,17 +30,5 @@ def image_to_video(body: ImageToVideoRequest, create: CreateJobDep) -> Any:
     response_model=JobEnvelope,
     summary="Transition from a start frame to an end frame",
 )
-def frames_to_video(body: FramesRequest, create: CreateJobDep) -> Any:
-    return create(
-        body,
-        TransitionJobRequest(
-            start_image=body.startImage,
-            end_image=body.endImage,
-            prompt=body.prompt,
-            duration=body.duration,
-            aspect_ratio=body.aspectRatio,
-            resolution=body.resolution,
-            audio=body.audio,
-            negative_prompt=body.negativePrompt,
-        ),
-    )
+def frames_to_video(body: FramesRequest, submit: SubmitDep) -> Any:
+    return submit(body)

@@ -25,12 +25,10 @@ from pipelines.styles.extract import Extraction, extract_style
 from pipelines.styles.images import BrandImage, ImageCheck
 from pipelines.styles.palette import image_colours, image_shape
 from pipelines.styles.rendered import RenderFailed
-from pipelines.styles.schema import STYLE_DETAIL_SCHEMA, InvalidStyle, validate_style
 from pipelines.styles.sources import FetchedDocument, Fetcher, SiteUnavailable
 from pipelines.styles.tone import detect_tone
 
 __all__ = [
-    "STYLE_DETAIL_SCHEMA",
     "AssetFacts",
     "BrandImage",
     "Browser",
@@ -40,7 +38,6 @@ __all__ = [
     "FetchedDocument",
     "Fetcher",
     "ImageCheck",
-    "InvalidStyle",
     "RenderBudget",
     "RenderFailed",
     "SiteUnavailable",
@@ -56,5 +53,4 @@ __all__ = [
     "load_embeddings",
     "rank_by_similarity",
     "shared_browser",
-    "validate_style",
 ]

@@ -19,7 +19,6 @@ from pipelines.styles.images import BrandImage, ImageCheck
 from pipelines.styles.palette import chroma, colour_name, image_colours, oklab
 from pipelines.styles.reading import PageReading
 from pipelines.styles.rendered import read_rendered
-from pipelines.styles.schema import validate_style
 from pipelines.styles.sources import Fetcher
 from pipelines.styles.text import read_text
 from pipelines.styles.tone import detect_tone
@@ -173,7 +172,6 @@ def style_from_reading(reading: PageReading, engine: str) -> Extraction:
         "aesthetic": _aesthetic(colours, fonts, tone, page_background),
         "logoUrl": reading.logo.url if reading.logo is not None else None,
     }
-    validate_style(style)
     logo = reading.logo
     if logo is not None and not logo.alt_text:
         logo = replace(logo, alt_text=f"{name} logo")

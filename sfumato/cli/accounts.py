@@ -106,11 +106,12 @@ def read_new_password() -> str:
 def accounts_set_password(email: str) -> None:
     """Set the account's dashboard password (read from standard input; at least 10
     characters); every dashboard session of the account ends."""
+    from core.accounts import passwords
     from core.accounts import service as accounts
 
     password = read_new_password()
     try:
-        account = accounts.set_password(open_services().db, email, password)
+        account = passwords.set_password(open_services().db, email, password)
     except accounts.AccountError as error:
         fail(str(error))
     typer.echo(f"{account.email}  password set")

@@ -20,10 +20,11 @@ def keys_create(
     ] = None,
 ) -> None:
     """Create a key; its plaintext is the last line printed, and is never shown again."""
+    from core.accounts import api_keys
     from core.accounts import service as accounts
 
     try:
-        new = accounts.create_key(open_services().db, email, name, expires_in)
+        new = api_keys.create_key(open_services().db, email, name, expires_in)
     except accounts.AccountError as error:
         fail(str(error))
     expiry = new.key.expires_at.isoformat() if new.key.expires_at else "never"
@@ -34,10 +35,11 @@ def keys_create(
 @keys_app.command("list")
 def keys_list(email: str) -> None:
     """List an account's keys (never their secrets)."""
+    from core.accounts import api_keys
     from core.accounts import service as accounts
 
     try:
-        keys = accounts.list_keys(open_services().db, email)
+        keys = api_keys.list_keys(open_services().db, email)
     except accounts.AccountError as error:
         fail(str(error))
     for key in keys:
@@ -51,21 +53,23 @@ def keys_list(email: str) -> None:
 @keys_app.command("rename")
 def keys_rename(key_id: str, name: str) -> None:
     """Give a key another name."""
+    from core.accounts import api_keys
     from core.accounts import service as accounts
 
     try:
-        key = accounts.rename_key(open_services().db, key_id, name)
+        key = api_keys.rename_key(open_services().db, key_id, name)
     except accounts.AccountError as error:
         fail(str(error))
     typer.echo(f"{key.id}  {key.name}")
 
 
 def _set_state(key_id: str, state: str) -> None:
+    from core.accounts import api_keys
     from core.accounts import service as accounts
 
     try:
         services = open_services()
-        key = accounts.set_key_state(services.db, services.events, key_id, state)
+        key = api_keys.set_key_state(services.db, services.events, key_id, state)
     except accounts.AccountError as error:
         fail(str(error))
     typer.echo(f"{key.id}  {key.state}")

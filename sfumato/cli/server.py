@@ -88,25 +88,26 @@ def demo(
     ] = "http://127.0.0.1:8000",
 ) -> None:
     """Make sure a demo account and key exist and print the key (used by `make run`)."""
+    from core.accounts import api_keys, authentication, passwords
     from core.accounts import service as accounts
 
     services = open_services()
     key_file = services.settings.ensure_data_dir() / DEMO_KEY_FILE
     key = key_file.read_text().strip() if key_file.exists() else ""
-    if not key or accounts.authenticate(services.db, key) is None:
+    if not key or authentication.authenticate(services.db, key) is None:
         try:
             accounts.find_account(services.db, DEMO_EMAIL)
         except accounts.AccountError:
             accounts.create_account(services.db, DEMO_EMAIL, "pro", 1000)
-        key = accounts.create_key(services.db, DEMO_EMAIL, "demo", None).plaintext
+        key = api_keys.create_key(services.db, DEMO_EMAIL, "demo", None).plaintext
         key_file.write_text(key + "\n")
         key_file.chmod(0o600)
     typer.echo(f"Demo API key ({DEMO_EMAIL}, kept in {key_file}):\n\n  {key}\n")
     password_file = key_file.with_name(DEMO_PASSWORD_FILE)
     password = password_file.read_text().strip() if password_file.exists() else ""
-    if not password or accounts.check_password(services.db, DEMO_EMAIL, password) is None:
+    if not password or passwords.check_password(services.db, DEMO_EMAIL, password) is None:
         password = secrets.token_urlsafe(12)
-        accounts.set_password(services.db, DEMO_EMAIL, password)
+        passwords.set_password(services.db, DEMO_EMAIL, password)
         password_file.write_text(password + "\n")
         password_file.chmod(0o600)
     typer.echo(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import httpx
 
-from core.accounts import service as accounts
+from core.accounts import api_keys, authentication
 from tests.support.service import Service
 
 ENVELOPE_KEYS = {"code", "message", "details"}
@@ -67,15 +67,15 @@ def test_account_reports_user_plan_limits_and_credits(service: Service) -> None:
 
 def test_key_states_take_effect_on_the_next_request(service: Service, key: str) -> None:
     db, events = service.services.db, service.services.events
-    caller = accounts.authenticate(db, key)
+    caller = authentication.authenticate(db, key)
     assert caller is not None
     with service.client(key) as client:
         assert client.get("/account").status_code == 200
-        accounts.set_key_state(db, events, caller.api_key_id, "deactivated")
+        api_keys.set_key_state(db, events, caller.api_key_id, "deactivated")
         assert_envelope(client.get("/account"), 401, "UNAUTHORIZED")
-        accounts.set_key_state(db, events, caller.api_key_id, "active")
+        api_keys.set_key_state(db, events, caller.api_key_id, "active")
         assert client.get("/account").status_code == 200
-        accounts.set_key_state(db, events, caller.api_key_id, "revoked")
+        api_keys.set_key_state(db, events, caller.api_key_id, "revoked")
         assert_envelope(client.get("/account"), 401, "UNAUTHORIZED")
 
 
@@ -86,7 +86,7 @@ def test_callers_are_cached_until_a_credential_event(service: Service, key: str)
 
     from core.tables import ApiKey
 
-    caller = accounts.authenticate(service.services.db, key)
+    caller = authentication.authenticate(service.services.db, key)
     assert caller is not None
     with service.client(key) as client:
         assert client.get("/account").status_code == 200
@@ -106,7 +106,7 @@ def test_expired_key_is_refused(service: Service) -> None:
     from core.tables import ApiKey
 
     key = service.new_key()
-    caller = accounts.authenticate(service.services.db, key)
+    caller = authentication.authenticate(service.services.db, key)
     assert caller is not None
     with service.services.db.write() as session:
         row = session.get(ApiKey, caller.api_key_id)

@@ -7,9 +7,10 @@ import httpx
 import numpy as np
 import pytest
 
+from core.accounts import authentication
 from core.accounts import service as accounts
 from core.ids import new_id
-from core.tables import Job, Media, Style, StyleAsset, Thumbnail
+from core.tables import JobRow, Media, Style, StyleAsset, Thumbnail
 from core.thumbnails import service as thumbnails
 from tests.support.http_jobs import create, wait_done
 from tests.support.images import image_bytes
@@ -62,7 +63,7 @@ def test_a_finished_job_is_deleted_with_its_files_and_its_ledger_kept(
     assert job["id"] in [job_id for _, _, job_id in ledger(after)]
     assert after.account.credit_balance == before.account.credit_balance
     with service.services.db.read() as session:
-        row = session.get(Job, job["id"])
+        row = session.get(JobRow, job["id"])
         assert row is not None and row.deleted_at is not None and row.inputs == {}
         assert session.query(Media).filter(Media.job_id == job["id"]).count() == 0
 
@@ -71,7 +72,7 @@ def test_images_shown_in_the_dashboard_are_deleted_with_their_thumbnails(
     service: Service, key: str
 ) -> None:
     """The dashboard's small renditions point at their images: they go with them."""
-    caller = accounts.authenticate(service.services.db, key)
+    caller = authentication.authenticate(service.services.db, key)
     assert caller is not None
     storage = service.services.storage
     with service.client(key) as client:
@@ -150,7 +151,7 @@ def test_an_upload_is_deleted_with_its_bytes_unless_a_job_in_flight_uses_it(
 def saved_style(service: Service, key: str, brand_key: str | None = None) -> str:
     """A style saved straight into the database (extraction has its own tests), with one brand
     image in its folder when `brand_key` names a stored file."""
-    caller = accounts.authenticate(service.services.db, key)
+    caller = authentication.authenticate(service.services.db, key)
     assert caller is not None
     style = Style(
         id=new_id(),

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from core.tables import Job
+from core.tables import JobRow
 from tests.support.http_jobs import create, wait_done
 from tests.support.service import Service
 
@@ -59,8 +59,8 @@ def test_edit_changes_the_source_and_records_its_parent(service: Service, base: 
         )
         assert client.get(f"/images/{again['id']}").json()["data"]["type"] == "image.edit"
     with service.services.db.read() as session:
-        first = session.get(Job, job["id"])
-        second = session.get(Job, again["id"])
+        first = session.get(JobRow, job["id"])
+        second = session.get(JobRow, again["id"])
         assert first is not None and second is not None
         assert first.parent_job_id == source["id"]
         assert second.parent_job_id == job["id"], "the edit chain is recorded"

@@ -58,7 +58,7 @@ def test_a_changed_row_another_address_or_a_new_signing_hour_make_a_new_body(
     assert answers.body(completed("a note"), elsewhere) == fresh(completed("a note"), elsewhere)
     assert b"http://b.example/" in answers.body(completed("a note"), elsewhere)
     now = datetime.now(UTC).timestamp()
-    monkeypatch.setattr("core.storage.base.time.time", lambda: now + 2 * HOUR)
+    monkeypatch.setattr(storage, "clock", lambda: now + 2 * HOUR)
     later = answers.body(completed("a note"), signer)
     assert later == fresh(completed("a note"), signer) and later != noted
 

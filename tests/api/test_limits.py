@@ -19,6 +19,7 @@ import redis
 from limits import parse
 from limits.storage import storage_from_string
 
+from core.accounts import authentication
 from core.accounts import service as accounts
 from core.jobs import service as jobs_service
 from gateway import limits as gateway_limits
@@ -72,7 +73,7 @@ def test_ledger_records_every_movement_and_matches_the_balance(service: Service)
     with service.client(key) as client:
         wait_done(client, create(client, "[sleep 0] kept", quality="high")["id"])
         wait_done(client, create(client, "[fail] refunded")["id"])
-    caller = accounts.authenticate(service.services.db, key)
+    caller = authentication.authenticate(service.services.db, key)
     assert caller is not None
     statement = accounts.statement(service.services.db, caller.email)
     assert [entry.kind for entry in statement.entries] == [
@@ -127,11 +128,11 @@ def test_a_plan_without_video_refuses_video_jobs(service: Service) -> None:
     queue is refused before anything is charged. The HTTP answer (402 SUBSCRIPTION_REQUIRED) is
     checked in tests/api/test_videos.py."""
     key = service.new_key(plan="free")
-    caller = accounts.authenticate(service.services.db, key)
+    caller = authentication.authenticate(service.services.db, key)
     assert caller is not None
     video = jobs_service.NewJob("video.generate", "animate", "video", {"prompt": "x"}, price=1)
     with pytest.raises(jobs_service.SubscriptionRequired):
-        jobs_service.create(service.services.db, caller, video)
+        jobs_service.insert_pending(service.services.db, caller, video)
     assert service.balance(key) == 1000
 
 
@@ -195,11 +196,11 @@ def test_malformed_idempotency_keys_are_400(service: Service, key: str, bad_key:
 
 def test_idempotency_keys_expire_after_a_day_and_are_purged(service: Service) -> None:
     key = service.new_key()
-    caller = accounts.authenticate(service.services.db, key)
+    caller = authentication.authenticate(service.services.db, key)
     assert caller is not None
-    body_claim = jobs_service.IdempotencyClaim("old", "/v1/images/generate", "hash")
+    body_claim = jobs_service.IdempotentRequest("old", "/v1/images/generate", "hash")
     long_ago = datetime.now(UTC) - timedelta(hours=25)
-    old, _ = jobs_service.create(
+    old, _ = jobs_service.insert_pending(
         service.services.db,
         caller,
         jobs_service.NewJob("image.generate", "generate", "image", {"prompt": "x"}, price=0),
@@ -212,26 +213,26 @@ def test_idempotency_keys_expire_after_a_day_and_are_purged(service: Service) ->
         assert "Idempotent-Replayed" not in fresh.headers
         assert fresh.json()["data"]["id"] != old.id
     assert jobs_service.purge_idempotency_records(service.services.db) == 0
-    jobs_service.create(
+    jobs_service.insert_pending(
         service.services.db,
         caller,
         jobs_service.NewJob("image.generate", "generate", "image", {"prompt": "y"}, price=0),
-        jobs_service.IdempotencyClaim("older", "/v1/images/generate", "hash"),
+        jobs_service.IdempotentRequest("older", "/v1/images/generate", "hash"),
         now=long_ago,
     )
     assert jobs_service.purge_idempotency_records(service.services.db) == 1
 
 
 def test_idempotency_key_used_on_another_endpoint_is_reused(service: Service, key: str) -> None:
-    caller = accounts.authenticate(service.services.db, key)
+    caller = authentication.authenticate(service.services.db, key)
     assert caller is not None
     new = jobs_service.NewJob("image.generate", "generate", "image", {"prompt": "x"}, price=0)
-    jobs_service.create(
-        service.services.db, caller, new, jobs_service.IdempotencyClaim("k", "/v1/a", "h")
+    jobs_service.insert_pending(
+        service.services.db, caller, new, jobs_service.IdempotentRequest("k", "/v1/a", "h")
     )
     with pytest.raises(jobs_service.IdempotencyKeyReused):
-        jobs_service.create(
-            service.services.db, caller, new, jobs_service.IdempotencyClaim("k", "/v1/b", "h")
+        jobs_service.insert_pending(
+            service.services.db, caller, new, jobs_service.IdempotentRequest("k", "/v1/b", "h")
         )
 
 

@@ -16,7 +16,7 @@ import httpx
 import pytest
 from PIL import Image
 
-from core.tables import Job, Media
+from core.tables import JobRow, Media
 from tests.support.http_jobs import wait_done
 from tests.support.images import image_bytes
 from tests.support.service import Service
@@ -63,7 +63,7 @@ def result_colour(job: dict[str, Any]) -> tuple[int, ...]:
 
 def stored_inputs(service: Service, job_id: str) -> list[dict[str, Any]]:
     with service.services.db.read() as session:
-        job = session.get(Job, job_id)
+        job = session.get(JobRow, job_id)
         assert job is not None
         return list(job.inputs["references"])
 

@@ -20,6 +20,7 @@ import pytest
 from PIL import Image
 from pydantic import ValidationError
 
+from core.accounts import api_keys
 from core.accounts import service as accounts
 from core.db import Database
 from core.images import DECODE_BUDGET
@@ -197,7 +198,7 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
         settings = mode.settings().model_copy(update={"data_dir": data_dir})
         db = Database(settings.resolved_database_url)
         accounts.create_account(db, "server@test.local", "pro", 100)
-        key = accounts.create_key(db, "server@test.local", "k", None).plaintext
+        key = api_keys.create_key(db, "server@test.local", "k", None).plaintext
         db.dispose()
         yield Served(f"127.0.0.1:{port}", f"http://127.0.0.1:{metrics_port}", key)
     finally:

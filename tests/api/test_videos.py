@@ -11,7 +11,7 @@ import httpx
 import pytest
 from PIL import Image
 
-from core.tables import Job, Media
+from core.tables import JobRow, Media
 from tests.support.http_jobs import create, status_of, video_done, wait_done
 from tests.support.service import Service, wait_until
 
@@ -160,9 +160,9 @@ def test_a_free_plan_gets_subscription_required(service: Service) -> None:
     assert response.json()["error"]["code"] == "SUBSCRIPTION_REQUIRED"
 
 
-def _times(service: Service, job_id: str) -> Job:
+def _times(service: Service, job_id: str) -> JobRow:
     with service.services.db.read() as session:
-        job = session.get(Job, job_id)
+        job = session.get(JobRow, job_id)
         assert job is not None
         return job
 

@@ -23,7 +23,7 @@ from core.jobs import service as jobs_service
 from core.jobs.repository import JOB_VIEW_BY_ID
 from core.services import Services
 from core.settings import Settings
-from core.tables import Job
+from core.tables import JobRow
 from tests.support.outages import TcpProxy, tcp_proxy
 
 
@@ -59,7 +59,7 @@ def test_a_driver_read_equals_sqlalchemys_row(
         for status, columns in jobs.items():
             ids[status] = new_id()
             session.add(
-                Job(
+                JobRow(
                     id=ids[status],
                     account_id=account.id,
                     type="image.generate",
@@ -152,7 +152,7 @@ def test_polls_of_one_pass_are_one_statement_each_seeing_only_its_accounts_jobs(
         jobs = {}
         with db.write() as session:
             for index in range(6):
-                job = Job(
+                job = JobRow(
                     account_id=owners[index % 2],
                     type="image.generate",
                     operation="generate",
@@ -162,7 +162,7 @@ def test_polls_of_one_pass_are_one_statement_each_seeing_only_its_accounts_jobs(
                 session.add(job)
                 session.flush()
                 jobs[job.id] = job.account_id
-            deleted = Job(
+            deleted = JobRow(
                 account_id=owners[0],
                 type="image.generate",
                 operation="generate",

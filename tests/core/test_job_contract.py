@@ -7,7 +7,6 @@ from typing import Any
 
 import pytest
 
-from core.config import load_config
 from core.jobs.contract import (
     QUEUE_OF_OPERATION,
     QUEUES,
@@ -21,6 +20,7 @@ from core.jobs.contract import (
     result_of,
 )
 from core.prices import price_of
+from core.service_config import load_config
 from pipelines.base import Cancelled
 from tests.support.control import RecordingControl
 from workers.progress import PIPELINE_SHARE, PipelineProgress

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Browser, BrowserContext, Page, sync_playwright
 
+from core.accounts import passwords
 from core.accounts import service as accounts
 from pipelines.styles import find_chromium
 from tests.conftest import COMMON_ENV
@@ -57,7 +58,7 @@ def person(dash: Service) -> Callable[..., Person]:
         password = secrets.token_urlsafe(12)
         db = dash.services.db
         accounts.create_account(db, email, plan, credits)
-        accounts.set_password(db, email, password)
+        passwords.set_password(db, email, password)
         if admin:
             accounts.set_admin(db, email)
         return Person(email, password)
@@ -65,8 +66,11 @@ def person(dash: Service) -> Callable[..., Person]:
     return make
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser() -> Iterator[Browser]:
+    """Per module: Playwright's sync API runs its event loop in the test thread, and while it
+    does `asyncio.run` fails there; a session-long browser broke the async tests that a
+    parallel run's worker took after a browser test."""
     executable = find_chromium("")
     if executable is None:
         if os.environ.get("CI"):

@@ -13,7 +13,7 @@ import pytest
 from PIL import Image
 from playwright.sync_api import BrowserContext, expect
 
-from core.accounts import service as accounts
+from core.accounts import api_keys
 from tests.dashboard.conftest import Person, screenshot, sign_in
 from tests.support.service import Service
 
@@ -99,7 +99,7 @@ def test_the_keys_list_pages_older_and_back_to_the_newest(
 ) -> None:
     who = person()
     for number in range(27):
-        accounts.create_key(dash.services.db, who.email, f"key {number:02d}", None)
+        api_keys.create_key(dash.services.db, who.email, f"key {number:02d}", None)
     page = context.new_page()
     sign_in(page, dash.url, who)
     page.get_by_role("link", name="API keys").click()
@@ -183,9 +183,9 @@ def test_upload_a_png_and_use_it_as_a_reference(
     expect(image).to_be_visible(timeout=60_000)
     job_id = page.url.rsplit("/", 1)[1]
     with dash.services.db.read() as session:
-        from core.tables import Job
+        from core.tables import JobRow
 
-        job = session.get(Job, job_id)
+        job = session.get(JobRow, job_id)
         assert job is not None and job.status == "completed"
         stored = job.result["images"][0]["key"]  # type: ignore[index]
     pixels = Image.open(io.BytesIO(dash.services.storage.get_bytes(stored))).convert("RGB")
@@ -231,7 +231,7 @@ def test_two_accounts_see_only_their_own_things(
 ) -> None:
     alice, bob = person(), person()
     db = dash.services.db
-    alice_key = accounts.create_key(db, alice.email, "alice-only", None)
+    alice_key = api_keys.create_key(db, alice.email, "alice-only", None)
     with dash.client(alice_key.plaintext) as client:
         created = client.post("/images/generate", json={"prompt": "[sleep 0.1] alice's secret"})
         alice_job = created.json()["data"]["id"]
@@ -262,7 +262,7 @@ def test_a_screenshot_of_every_page(
 ) -> None:
     who = person(admin=True)
     db = dash.services.db
-    key = accounts.create_key(db, who.email, "screenshots", None)
+    key = api_keys.create_key(db, who.email, "screenshots", None)
     with dash.client(key.plaintext) as client:
         for prompt in ("a calm blue sea at dawn", "a red fox in snow"):
             client.post("/images/generate", json={"prompt": prompt, "variations": 2})

@@ -8,6 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from core.accounts import passwords
 from core.accounts import service as accounts
 from core.db import Database
 from tests.support.service import REPO
@@ -52,8 +53,8 @@ def test_set_password_from_a_pipe_and_set_admin(tmp_path: Path) -> None:
     assert b"correct horse battery" not in (tmp_path / "sfumato.db").read_bytes()
     db = Database(f"sqlite:///{tmp_path / 'sfumato.db'}")
     try:
-        assert accounts.check_password(db, "ADA@example.com", "correct horse battery") is not None
-        assert accounts.check_password(db, "ada@example.com", "correct horse batter") is None
+        assert passwords.check_password(db, "ADA@example.com", "correct horse battery") is not None
+        assert passwords.check_password(db, "ada@example.com", "correct horse batter") is None
         assert not accounts.find_account(db, "ada@example.com").is_admin
         assert "admin=yes" in sfumato(tmp_path, "accounts", "set-admin", "ada@example.com").stdout
         assert accounts.find_account(db, "ada@example.com").is_admin
@@ -71,6 +72,6 @@ def test_demo_prints_the_dashboard_and_a_password_kept_beside_the_key(tmp_path: 
     assert f"password {password}" in again, "the same password on a second run"
     db = Database(f"sqlite:///{tmp_path / 'sfumato.db'}")
     try:
-        assert accounts.check_password(db, "demo@sfumato.local", password) is not None
+        assert passwords.check_password(db, "demo@sfumato.local", password) is not None
     finally:
         db.dispose()

@@ -23,9 +23,10 @@ import pytest
 from PIL import Image
 from playwright.sync_api import BrowserContext, FilePayload, Locator, Page, expect
 
+from core.accounts import api_keys
 from core.accounts import service as accounts
 from core.sizes import image_size, video_size
-from core.tables import Job
+from core.tables import JobRow
 from tests.dashboard.conftest import Person, screenshot, sign_in
 from tests.support.http_jobs import create, wait_done
 from tests.support.service import Service
@@ -45,7 +46,7 @@ def _png(colour: tuple[int, int, int], size: tuple[int, int] = (96, 64)) -> byte
 def _source_job(dash: Service, who: Person) -> str:
     """A completed 1K square image job of `who`'s, made over the API: what the forms work on
     (the test pipeline paints it solid (0, 90, 160), a blue)."""
-    key = accounts.create_key(dash.services.db, who.email, "source", None)
+    key = api_keys.create_key(dash.services.db, who.email, "source", None)
     with dash.client(key.plaintext) as client:
         job = wait_done(client, create(client, "[sleep 0.1] a flat blue square")["id"])
     assert job["status"] == "completed", job
@@ -123,7 +124,7 @@ def _mp4_of(data: bytes) -> dict:
 def _jobs_and_balance(dash: Service, who: Person) -> tuple[int, int]:
     account = accounts.find_account(dash.services.db, who.email)
     with dash.services.db.read() as session:
-        count = session.query(Job).filter(Job.account_id == account.id).count()
+        count = session.query(JobRow).filter(JobRow.account_id == account.id).count()
     return count, account.credit_balance
 
 
@@ -257,7 +258,7 @@ def test_an_upscale_of_an_image_deleted_meanwhile_is_refused_on_the_form(
     page.goto(f"{dash.url}/dashboard/jobs/{source}")
     page.get_by_role("link", name="Upscale", exact=True).click()
     # The image goes (over the API, say from a script) while the form is open.
-    key = accounts.create_key(dash.services.db, who.email, "cleanup", None)
+    key = api_keys.create_key(dash.services.db, who.email, "cleanup", None)
     with dash.client(key.plaintext) as client:
         assert client.delete(f"/jobs/{source}").status_code == 204
     before = _jobs_and_balance(dash, who)

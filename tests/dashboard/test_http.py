@@ -15,8 +15,9 @@ import httpx
 import pytest
 from PIL import Image
 
+from core.accounts import api_keys
 from core.accounts import service as accounts
-from core.tables import ApiKey, Job
+from core.tables import ApiKey, JobRow
 from core.uploads import service as uploads_service
 from tests.dashboard.conftest import Person
 from tests.support.service import Service
@@ -63,7 +64,7 @@ def csrf_of(client: httpx.Client, path: str = "/keys") -> str:
 
 
 def keys_of(dash: Service, email: str) -> list[ApiKey]:
-    return accounts.list_keys(dash.services.db, email)
+    return api_keys.list_keys(dash.services.db, email)
 
 
 def test_a_post_without_the_csrf_token_changes_nothing(
@@ -118,7 +119,7 @@ def test_a_double_submitted_form_makes_one_job(
     assert first.headers["location"] == second.headers["location"]
     account = accounts.find_account(dash.services.db, who.email)
     with dash.services.db.read() as session:
-        jobs = session.query(Job).filter(Job.account_id == account.id).all()
+        jobs = session.query(JobRow).filter(JobRow.account_id == account.id).all()
     assert len(jobs) == 1
     assert account.credit_balance == 1000 - 2  # one medium 1K image charged once
 
@@ -318,7 +319,7 @@ def test_the_keys_list_pages_with_cursors_showing_every_key_once(
     dash: Service, signed_in: tuple[httpx.Client, Person]
 ) -> None:
     client, who = signed_in
-    made = [accounts.create_key(dash.services.db, who.email, f"key {n}", None) for n in range(30)]
+    made = [api_keys.create_key(dash.services.db, who.email, f"key {n}", None) for n in range(30)]
     newest_first = [new.key.id for new in reversed(made)]
     first = client.get("/keys").text
     assert len(KEY_ROW.findall(first)) == 24  # the default page
@@ -352,7 +353,7 @@ def test_a_tampered_page_link_gets_a_clear_page_not_a_500(
     client, who = signed_in
     accounts.set_admin(dash.services.db, who.email)
     for _ in range(3):
-        accounts.create_key(dash.services.db, who.email, "k", None)
+        api_keys.create_key(dash.services.db, who.email, "k", None)
     real = re.search(r"cursor=([^\"&]+)", client.get("/keys?limit=1").text).group(1)  # type: ignore[union-attr]
     tampered = real[:-3] + ("AAA" if not real.endswith("AAA") else "BBB")
     sizes = ("limit=0", "limit=51", "limit=many") if path != "/uploads" else ()

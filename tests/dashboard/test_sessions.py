@@ -9,10 +9,11 @@ from pathlib import Path
 
 import pytest
 
+from core.accounts import passwords
 from core.accounts import service as accounts
 from core.clock import utcnow
-from core.config import load_config
 from core.db import Database
+from core.service_config import load_config
 from core.sessions import service as sessions
 
 
@@ -40,7 +41,7 @@ def test_a_session_rolls_a_week_past_its_last_use_and_no_further(db: Database) -
 
 def test_sign_out_and_a_password_change_end_sessions(db: Database) -> None:
     account = accounts.create_account(db, "end@example.com", "free", 0)
-    accounts.set_password(db, "end@example.com", "first password")
+    passwords.set_password(db, "end@example.com", "first password")
     laptop = sessions.start(db, account.id)
     phone = sessions.start(db, account.id)
     sessions.end(db, laptop.token)
@@ -49,7 +50,7 @@ def test_sign_out_and_a_password_change_end_sessions(db: Database) -> None:
     assert signed_in is not None and sessions.csrf_matches(signed_in, phone.csrf_token)
     assert not sessions.csrf_matches(signed_in, "forged")
     assert not sessions.csrf_matches(signed_in, None)
-    accounts.change_password(db, account.id, "first password", "second password")
+    passwords.change_password(db, account.id, "first password", "second password")
     assert sessions.resume(db, phone.token) is None
     with pytest.raises(accounts.AccountError):
-        accounts.change_password(db, account.id, "first password", "third password")
+        passwords.change_password(db, account.id, "first password", "third password")

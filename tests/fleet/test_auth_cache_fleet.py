@@ -15,6 +15,7 @@ import httpx
 import pytest
 from sqlalchemy import update
 
+from core.accounts import api_keys, authentication
 from core.accounts import service as accounts
 from core.clock import utcnow
 from core.tables import ApiKey
@@ -48,7 +49,7 @@ def statuses(fleet: Fleet, key: str) -> list[int]:
 
 
 def key_id_of(fleet: Fleet, key: str) -> str:
-    caller = accounts.authenticate(fleet.services.db, key)
+    caller = authentication.authenticate(fleet.services.db, key)
     assert caller is not None
     return caller.api_key_id
 
@@ -58,11 +59,11 @@ def test_a_key_deactivated_reactivated_and_revoked_on_every_gateway_at_once(flee
     key_id = key_id_of(fleet, key)
     db, events = fleet.services.db, fleet.services.events
     assert statuses(fleet, key) == [200] * 4
-    accounts.set_key_state(db, events, key_id, "deactivated")
+    api_keys.set_key_state(db, events, key_id, "deactivated")
     assert statuses(fleet, key) == [401] * 4
-    accounts.set_key_state(db, events, key_id, "active")
+    api_keys.set_key_state(db, events, key_id, "active")
     assert statuses(fleet, key) == [200] * 4
-    accounts.set_key_state(db, events, key_id, "revoked")
+    api_keys.set_key_state(db, events, key_id, "revoked")
     assert statuses(fleet, key) == [401] * 4
 
 
@@ -81,7 +82,7 @@ def test_the_cache_answers_and_the_credential_event_clears_it(fleet: Fleet) -> N
 
 def test_a_plan_change_shows_on_the_next_request_on_every_gateway(fleet: Fleet) -> None:
     key = fleet.new_key(plan="pro")
-    email = accounts.authenticate(fleet.services.db, key).email  # type: ignore[union-attr]
+    email = authentication.authenticate(fleet.services.db, key).email  # type: ignore[union-attr]
     for gateway in fleet.gateways:
         with fleet.client(gateway, key) as client:
             assert client.get("/account").json()["data"]["plan"]["id"] == "pro"

@@ -14,6 +14,7 @@ import pytest
 from sqlalchemy import Connection, event, update
 from sqlalchemy.exc import OperationalError
 
+from core.accounts import api_keys, authentication
 from core.accounts import service as accounts
 from core.clock import utcnow
 from core.credits import repository as ledger
@@ -23,7 +24,7 @@ from core.jobs import service as jobs_service
 from core.jobs.contract import ImagesResult, image_folder
 from core.jobs.lifecycle import JobLifecycle
 from core.services import Services
-from core.tables import Job, Media
+from core.tables import JobRow, Media
 from pipelines.base import Cancelled
 from tests.conftest import COMMON_ENV, embedded_mode
 from tests.support.http_jobs import create, status_of, wait_done
@@ -49,7 +50,7 @@ def test_embedded_restart_after_sigkill_loses_no_job(tmp_path: Path) -> None:
 
     server = start()
     accounts.create_account(services.db, "restart@test.local", "pro", 100)
-    key = accounts.create_key(services.db, "restart@test.local", "k", None).plaintext
+    key = api_keys.create_key(services.db, "restart@test.local", "k", None).plaintext
     with httpx.Client(base_url=api, headers={"x-api-key": key}, timeout=30) as client:
         running = create(client, "[sleep 3] running when killed")["id"]
         queued = [create(client, f"[sleep 1] queued {index}")["id"] for index in range(3)]
@@ -76,11 +77,11 @@ def _answers(api: str) -> bool:
         return False
 
 
-def _unpublished_job(service: Service, key: str, prompt: str) -> Job:
+def _unpublished_job(service: Service, key: str, prompt: str) -> JobRow:
     """A pending job committed as a create commits it, but never published to the broker."""
-    caller = accounts.authenticate(service.services.db, key)
+    caller = authentication.authenticate(service.services.db, key)
     assert caller is not None
-    job, _ = jobs_service.create(
+    job, _ = jobs_service.insert_pending(
         service.services.db,
         caller,
         jobs_service.NewJob(
@@ -180,7 +181,7 @@ def test_a_completion_writes_the_job_its_media_and_the_settle_entry_together(
     stands, and the job's other rows; a stranger's claim writes nothing."""
     job = _unpublished_job(service, key, "[sleep 0] completed with its media")
     db = service.services.db
-    claim = jobs_service.claim(db, job.id, 30)
+    claim = jobs_service.take_pending(db, job.id, 30)
     assert claim is not None
     image = Media(
         kind="image",
@@ -234,7 +235,7 @@ def test_a_completion_writes_the_job_its_media_and_the_settle_entry_together(
         row.finished_at,
     )
     settle = entries[-1]
-    balance = accounts.find_account(db, accounts.authenticate(db, key).email).credit_balance  # type: ignore[union-attr]
+    balance = accounts.find_account(db, authentication.authenticate(db, key).email).credit_balance  # type: ignore[union-attr]
     assert (settle.kind, settle.job_id, settle.amount, settle.balance_after, settle.reason) == (
         "settle",
         job.id,
@@ -264,7 +265,7 @@ def test_a_claim_and_a_completion_are_each_one_statement_committing_by_itself(
 
     event.listen(db.engine, "before_cursor_execute", record)
     try:
-        claim = jobs_service.claim(db, job.id, 30)
+        claim = jobs_service.take_pending(db, job.id, 30)
         assert claim is not None
         claimed = list(sent)
         sent.clear()
@@ -364,9 +365,9 @@ def test_worker_killed_mid_job_is_redelivered_and_charged_once(service: Service,
 
 def test_a_job_whose_worker_keeps_dying_fails_and_is_refunded(service: Service, key: str) -> None:
     """After max_attempts lost workers the sweep gives up: failed, refunded, not stuck."""
-    caller = accounts.authenticate(service.services.db, key)
+    caller = authentication.authenticate(service.services.db, key)
     assert caller is not None
-    job, _ = jobs_service.create(
+    job, _ = jobs_service.insert_pending(
         service.services.db,
         caller,
         jobs_service.NewJob("image.generate", "generate", "image", {"prompt": "lost"}, price=2),
@@ -376,8 +377,8 @@ def test_a_job_whose_worker_keeps_dying_fails_and_is_refunded(service: Service, 
     with service.services.db.write() as session:
         # What the row looks like when its worker vanished on the last allowed attempt.
         session.execute(
-            update(Job)
-            .where(Job.id == job.id)
+            update(JobRow)
+            .where(JobRow.id == job.id)
             .values(
                 status="processing",
                 attempts=service.services.settings.max_attempts,
@@ -400,12 +401,12 @@ def test_what_a_vanished_attempt_stored_is_cleared_when_the_job_runs_again(
     attempt clears them, so the job's folder holds exactly its result."""
     job = _unpublished_job(service, key, "[sleep 0] its first worker vanished")
     services = service.services
-    vanished = jobs_service.claim(services.db, job.id, 60)
+    vanished = jobs_service.take_pending(services.db, job.id, 60)
     assert vanished is not None
     leftover = f"{image_folder(job.id)}half-stored.png"
     services.storage.put_bytes(leftover, b"not a finished image", "image/png")
     with services.db.write() as session:
-        session.execute(update(Job).where(Job.id == job.id).values(lease_expires_at=utcnow()))
+        session.execute(update(JobRow).where(JobRow.id == job.id).values(lease_expires_at=utcnow()))
     with service.client(key) as client:
         done = wait_done(client, job.id)
     assert done["status"] == "completed"

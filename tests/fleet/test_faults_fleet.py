@@ -14,9 +14,9 @@ import httpx
 import pytest
 from sqlalchemy import func, select
 
-from core.accounts import service as accounts
+from core.accounts import authentication
 from core.services import Services
-from core.tables import Job
+from core.tables import JobRow
 from tests.conftest import COMMON_ENV, s3_mode
 from tests.support.fleet import running_fleet
 from tests.support.http_jobs import create, status_of, wait_done
@@ -32,7 +32,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.whole_machine]
 
 def finished_at(services: Services, job_id: str) -> float:
     with services.db.read() as session:
-        row = session.get(Job, job_id)
+        row = session.get(JobRow, job_id)
         assert row is not None and row.finished_at is not None
         return float(row.finished_at.replace(tzinfo=UTC).timestamp())
 
@@ -160,11 +160,13 @@ def test_a_postgres_outage_answers_503_writes_nothing_half_and_recovers(
                 assert done["status"] == "completed", done
             # The test's own pool, through the proxy too, still holds the cut connections.
             fleet.services.db.dispose()
-            caller = accounts.authenticate(fleet.services.db, key)
+            caller = authentication.authenticate(fleet.services.db, key)
             assert caller is not None
             with fleet.services.db.read() as session:
                 jobs = session.scalar(
-                    select(func.count()).select_from(Job).where(Job.account_id == caller.account_id)
+                    select(func.count())
+                    .select_from(JobRow)
+                    .where(JobRow.account_id == caller.account_id)
                 )
             assert jobs == 2, "the cut create left nothing behind"
             assert fleet.balance(key) == 100 - 2

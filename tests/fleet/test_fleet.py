@@ -13,7 +13,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from core.tables import Job
+from core.tables import JobRow
 from tests.conftest import COMMON_ENV
 from tests.support.fleet import Fleet, config_file, metric_samples, running_fleet, sample_value
 from tests.support.http_jobs import create, wait_done
@@ -58,7 +58,7 @@ def test_a_long_poll_on_one_gateway_wakes_when_a_job_made_on_another_completes(
             answered_at = time.time()
             assert answer.json()["data"]["status"] == "completed"
             with fleet.services.db.read() as session:
-                row = session.get(Job, job["id"])
+                row = session.get(JobRow, job["id"])
                 assert row is not None and row.finished_at is not None
                 finished = row.finished_at.replace(tzinfo=UTC).timestamp()
             lags.append(answered_at - finished)

@@ -20,9 +20,9 @@ import pytest
 import yaml
 
 from core.broker import broker_queue
-from core.config import DEFAULTS as DEFAULT_CONFIG
-from core.config import ServiceConfig, merge_tables
 from core.jobs.contract import QUEUE_OF_OPERATION, QUEUES
+from core.service_config import DEFAULTS as DEFAULT_CONFIG
+from core.service_config import ServiceConfig, merge_tables
 from models.install import register
 from models.presets import BY_NAME
 from models.registry import load_registry

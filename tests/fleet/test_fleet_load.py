@@ -14,7 +14,7 @@ import pytest
 from sqlalchemy import func, select
 
 from benchmarks.measures import percentile
-from core.tables import CreditEntry, Job, Media
+from core.tables import CreditEntry, JobRow, Media
 from tests.conftest import COMMON_ENV
 from tests.support.fleet import running_fleet
 from tests.support.service import wait_until
@@ -76,15 +76,17 @@ def test_500_jobs_by_32_clients_across_2_gateways_and_3_workers(
             with fleet.services.db.read() as session:
                 pending = session.scalar(
                     select(func.count())
-                    .select_from(Job)
-                    .where(Job.id.in_(job_ids), Job.status.in_(("pending", "processing")))
+                    .select_from(JobRow)
+                    .where(JobRow.id.in_(job_ids), JobRow.status.in_(("pending", "processing")))
                 )
             return pending == 0
 
         wait_until(finished, 120, "every job finished", interval=0.5)
         total = time.monotonic() - began
         with fleet.services.db.read() as session:
-            statuses = Counter(session.scalars(select(Job.status).where(Job.id.in_(job_ids))).all())
+            statuses = Counter(
+                session.scalars(select(JobRow.status).where(JobRow.id.in_(job_ids))).all()
+            )
             media_per_job = Counter(
                 session.scalars(select(Media.job_id).where(Media.job_id.in_(job_ids))).all()
             )

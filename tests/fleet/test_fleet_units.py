@@ -14,7 +14,7 @@ from prometheus_client import CollectorRegistry, generate_latest
 from pydantic import ValidationError
 
 from core.broker import broker_queue
-from core.config import load_config
+from core.service_config import load_config
 from tests.support.fleet import config_file, sample_value
 from tests.support.http_jobs import create, wait_done
 from tests.support.outages import redis_server

@@ -38,7 +38,7 @@ def test_a_claim_being_made_at_sigterm_gets_the_grace_and_is_handed_back() -> No
         return claim
 
     def run_job() -> None:
-        with in_flight.claim(make_claim) as claimed:
+        with in_flight.tracking(make_claim) as claimed:
             assert claimed is claim
             # The pipeline runs until its claim is taken from it.
             assert lifecycle.done.wait(5)
@@ -58,6 +58,6 @@ def test_a_claim_being_made_at_sigterm_gets_the_grace_and_is_handed_back() -> No
 
 def test_a_delivery_with_nothing_to_claim_leaves_the_worker_idle() -> None:
     in_flight = InFlight()
-    with in_flight.claim(lambda: None) as claimed:
+    with in_flight.tracking(lambda: None) as claimed:
         assert claimed is None
     assert in_flight.running() == 0 and in_flight.wait_idle(0)

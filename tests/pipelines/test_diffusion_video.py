@@ -21,7 +21,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from core.tables import Job, Media
+from core.tables import JobRow, Media
 from models.cache import ModelCache
 from models.loading import ModelUnavailable
 from models.registry import ModelSpec, load_registry
@@ -232,7 +232,7 @@ def test_the_recorded_seed_reproduces_the_video(
     assert job["status"] == "completed", job
     stored = np.stack(decoded(job["result"]["video"]["url"])["frames"]).astype(np.int16)
     with video_service.services.db.read() as session:
-        row = session.get(Job, job["id"])
+        row = session.get(JobRow, job["id"])
         assert row is not None
         seed, source_key = row.seed, row.inputs["image"]["key"]
     source = Image.open(io.BytesIO(video_service.services.storage.get_bytes(source_key)))

@@ -14,7 +14,7 @@ import pytest
 import tomlkit
 from PIL import Image
 
-from core.tables import Job
+from core.tables import JobRow
 from tests.conftest import COMMON_ENV
 from tests.support.clips import decoded
 from tests.support.http_jobs import video_done, wait_done
@@ -88,7 +88,7 @@ def video(client: httpx.Client, path: str, body: dict) -> dict:
 
 def note_of(service: Service, job_id: str) -> str:
     with service.services.db.read() as session:
-        job = session.get(Job, job_id)
+        job = session.get(JobRow, job_id)
         assert job is not None
         return job.message or ""
 

@@ -11,15 +11,14 @@ import numpy as np
 import pytest
 from PIL import Image
 
+from core.styles.payload import InvalidStyle, validate_style
 from core.styles.search import FolderCache, SearchFolder
 from pipelines.styles import (
     AssetFacts,
-    InvalidStyle,
     describe_asset,
     embed_texts,
     image_colours,
     rank_by_similarity,
-    validate_style,
 )
 from pipelines.styles.colours import Rgb, colours_in, gradients_in
 from pipelines.styles.css import custom_properties, parse_rules, resolve_vars

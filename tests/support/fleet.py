@@ -17,9 +17,10 @@ from typing import Any
 import httpx
 from prometheus_client.parser import text_string_to_metric_families
 
+from core.accounts import api_keys, authentication
 from core.accounts import service as accounts
-from core.config import merge_tables
 from core.credits import repository as credits_repository
+from core.service_config import merge_tables
 from core.services import Services
 from tests.support.service import Mode, Process, free_port, wait_until
 
@@ -100,10 +101,10 @@ class Fleet:
     def new_key(self, credits: int = 100_000, plan: str = "pro") -> str:
         email = f"fleet-{os.urandom(6).hex()}@test.local"
         accounts.create_account(self.services.db, email, plan, credits)
-        return accounts.create_key(self.services.db, email, "fleet", None).plaintext
+        return api_keys.create_key(self.services.db, email, "fleet", None).plaintext
 
     def balance(self, key: str) -> int:
-        caller = accounts.authenticate(self.services.db, key)
+        caller = authentication.authenticate(self.services.db, key)
         assert caller is not None
         with self.services.db.read() as session:
             return credits_repository.balance(session, caller.account_id)

@@ -18,15 +18,15 @@ from typing import Any
 import httpx
 import uvicorn
 
+from core.accounts import api_keys, authentication
 from core.accounts import service as accounts
-from core.health import ReadinessChecks
+from core.health import ProbeServer, ReadinessChecks
 from core.services import Services
 from core.settings import Settings
 from gateway.app import create_app
 from gateway.runtime import Gateway
 from sfumato.http_server import GatewayServer
 from sfumato.processes import build_gateway
-from workers.metrics import ProbeServer
 
 REPO = Path(__file__).resolve().parents[2]
 SFUMATO = [sys.executable, "-m", "sfumato"]
@@ -162,14 +162,14 @@ class Service:
     def new_key(self, credits: int = 1000, plan: str = "pro") -> str:
         email = f"user-{os.urandom(6).hex()}@test.local"
         accounts.create_account(self.services.db, email, plan, credits)
-        return accounts.create_key(self.services.db, email, "test", None).plaintext
+        return api_keys.create_key(self.services.db, email, "test", None).plaintext
 
     def client(self, key: str | None = None, timeout: float = 90) -> httpx.Client:
         headers = {"x-api-key": key} if key else {}
         return httpx.Client(base_url=self.api, headers=headers, timeout=timeout)
 
     def balance(self, key: str) -> int:
-        caller = accounts.authenticate(self.services.db, key)
+        caller = authentication.authenticate(self.services.db, key)
         assert caller is not None
         with self.services.db.read() as session:
             from core.credits import repository

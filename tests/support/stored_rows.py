@@ -3,21 +3,21 @@ entries and a job's row."""
 
 from __future__ import annotations
 
-from core.accounts import service as accounts
+from core.accounts import authentication
 from core.credits import repository as ledger
 from core.services import Services
-from core.tables import Job
+from core.tables import JobRow
 
 
 def ledger_kinds(services: Services, key: str) -> list[str]:
-    caller = accounts.authenticate(services.db, key)
+    caller = authentication.authenticate(services.db, key)
     assert caller is not None
     with services.db.read() as session:
         return [entry.kind for entry in ledger.entries_of(session, caller.account_id)]
 
 
-def job_row(services: Services, job_id: str) -> Job:
+def job_row(services: Services, job_id: str) -> JobRow:
     with services.db.read() as session:
-        job = session.get(Job, job_id)
+        job = session.get(JobRow, job_id)
         assert job is not None
         return job

@@ -8,7 +8,7 @@ from typing import Any
 import httpx
 import pytest
 
-from core.accounts import service as accounts
+from core.accounts import authentication
 from core.ids import new_id
 from core.tables import Style
 from tests.support.service import Service
@@ -18,7 +18,7 @@ BOTH_MODES = pytest.mark.parametrize("service", ["embedded", "distributed"], ind
 
 
 def saved_style(service: Service, key: str, colours: list[dict[str, Any]] | None = None) -> str:
-    caller = accounts.authenticate(service.services.db, key)
+    caller = authentication.authenticate(service.services.db, key)
     assert caller is not None
     style = Style(
         id=new_id(),

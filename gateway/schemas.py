@@ -1,33 +1,19 @@
-"""Building blocks of the contract schemas shared by every resource."""
+"""The response shapes every resource shares (the job, its envelope and page, the error envelope),
+the error answers each route documents, and the route class that renders them. Request bodies
+are core's (`core/jobs/requests.py`)."""
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Any, Literal
 
 from fastapi.routing import APIRoute
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+from pydantic import BaseModel, ConfigDict, Field
 
-
-class RequestModel(BaseModel):
-    """A request body: unknown fields are errors (a typo must not pass silently), types strict."""
-
-    model_config = ConfigDict(extra="forbid", strict=True)
+from core.jobs.contract import JobStatusValue, JobTypeValue
 
 
 class ResponseModel(BaseModel):
     model_config = ConfigDict(extra="forbid")
-
-
-UUIDString = Annotated[
-    str,
-    StringConstraints(
-        pattern=r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$"
-    ),
-    Field(json_schema_extra={"format": "uuid"}),
-]
-
-JobType = Literal["image.generate", "image.edit", "video.generate", "style.extract"]
-JobStatus = Literal["pending", "processing", "completed", "failed"]
 
 
 class ErrorBody(ResponseModel):
@@ -73,8 +59,8 @@ class JobError(ResponseModel):
 
 class Job(ResponseModel):
     id: str = Field(json_schema_extra={"format": "uuid"})
-    type: JobType
-    status: JobStatus
+    type: JobTypeValue
+    status: JobStatusValue
     createdAt: str = Field(json_schema_extra={"format": "date-time"})
     progress: float = Field(
         default=0.0,
