@@ -160,6 +160,12 @@ class SceneWords:
     not_drawn: list[str] = field(default_factory=list)
     consumed: set[str] = field(default_factory=set)  # words the palette should not read
 
+    def claim(self, words: list[str]) -> None:
+        """Words the subjects and place took, but those of light and mood ("night sky")."""
+        self.consumed.update(
+            w for w in words if w not in vocab.TIME_WORDS and w not in vocab.MOOD_WORDS
+        )
+
 
 def _shaded(colour: RGB, shade: float) -> RGB:
     if shade >= 0:
@@ -288,7 +294,7 @@ def read_scene(prompt: str, style_words: frozenset[str] = frozenset()) -> SceneW
                 if scene.place is None:
                     scene.place, scene.place_words = place, head
                     scene.place_colour = _colour(modifiers)[1]
-                scene.consumed.update(words)
+                scene.claim(words)
                 continue
             else:
                 continue  # a landscape word: the layout and palette read it
@@ -315,7 +321,7 @@ def read_scene(prompt: str, style_words: frozenset[str] = frozenset()) -> SceneW
                     before.relation, before.anchor = relation, len(scene.subjects)
                 elif relation in ("holding", "with", "wearing"):
                     subject.relation, subject.anchor = relation, previous
-            scene.consumed.update(words)
+            scene.claim(words)
             scene.subjects.append(subject)
             previous = len(scene.subjects) - 1
     return _deduplicated(scene)
