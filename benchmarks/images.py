@@ -24,23 +24,22 @@ GOAL_GENERATE_1K_SECONDS = 1.5
 GOAL_UPSCALE_4K_SECONDS = 20.0
 GOAL_REFRAME_1K_SECONDS = 1.0
 METHOD = f"""
-Each builtin image pipeline called directly (no service, no queue), with a control whose
-`progress` does nothing. Every measurement is a fresh `python -m benchmarks.pipeline_run`
-process: it constructs the pipeline (as a worker does at start-up; not timed), reads its source
-image, then times one `run()`. Sizes come from `core.sizes.image_size`. Generate: prompt
-"{GENERATE_PROMPT}", 1:1, quality medium, and with subjects "{SUBJECTS_PROMPT}" (the glyph set
-and the sentence model are loaded when the pipeline is constructed, as a worker does). The 1:1
-source of the other operations is that generation at 1K; edit ("{EDIT_PROMPT}") works at its
-source's size, so at 2K and 4K its source is the 1K image enlarged with Lanczos first; reframe turns the 1:1 1K source into 16:9 and 21:9
-at each resolution; upscale enlarges it to 2K and 4K (1:1). Peak memory: the VmHWM of the
-measuring process, plus that of each helper process still alive after the run (upscale, and
-reframe when it enlarges, start a pool of Real-ESRGAN processes that stays up for the next job;
-the count includes multiprocessing's resource tracker), plus the largest ended helper
-(`getrusage(RUSAGE_CHILDREN)`, none in practice). Adding the helpers' peaks is an upper bound:
-they need not peak at once. A first run in a fresh process also pays for starting the pool, which
-a warm worker pays once.
-Time is the median of the repetitions, peak the largest. Goals on this machine: generate 1K
-under {GOAL_GENERATE_1K_SECONDS:g} s at medium quality, upscale to 4K under
+Each builtin image pipeline called directly (no service, no queue), with a control whose `progress`
+does nothing. Every measurement is a fresh `python -m benchmarks.pipeline_run` process: it
+constructs the pipeline (as a worker does at start-up; not timed), reads its source image, then
+times one `run()`. Sizes come from `core.sizes.image_size`. Generate: prompt "{GENERATE_PROMPT}",
+1:1, quality medium, and with subjects "{SUBJECTS_PROMPT}" (the glyph set and the sentence model
+are loaded when the pipeline is constructed, as a worker does). The 1:1 source of the other
+operations is that generation at 1K; edit ("{EDIT_PROMPT}") works at its source's size, so at 2K
+and 4K its source is the 1K image enlarged with Lanczos first; reframe turns the 1:1 1K source into
+16:9 and 21:9 at each resolution; upscale enlarges it to 2K and 4K (1:1). Peak memory: the VmHWM of
+the measuring process, plus that of each helper process still alive after the run (upscale, and
+reframe when it enlarges, start a pool of Real-ESRGAN processes that stays up for the next job; the
+count includes multiprocessing's resource tracker), plus the largest ended helper
+(`getrusage(RUSAGE_CHILDREN)`, none in practice). Adding the helpers' peaks is an upper bound: they
+need not peak at once. A first run in a fresh process also pays for starting the pool, which a warm
+worker pays once. Time is the median of the repetitions, peak the largest. Goals on this machine:
+generate 1K under {GOAL_GENERATE_1K_SECONDS:g} s at medium quality, upscale to 4K under
 {GOAL_UPSCALE_4K_SECONDS:g} s, reframe 1K under {GOAL_REFRAME_1K_SECONDS:g} s.
 """
 

@@ -21,6 +21,7 @@ from pipelines.builtin.edit.instructions import plan_edit
 from pipelines.builtin.generate.compose import draw_sprites, place_subjects
 from pipelines.builtin.generate.places import Stage
 from pipelines.builtin.generate.subjects import read_scene
+from pipelines.builtin.glyphs import prepare as prepare_glyphs
 from pipelines.builtin.imaging import log_peak_memory, to_array, to_image
 from pipelines.builtin.stages import Stages
 
@@ -34,6 +35,9 @@ class BuiltinEdit:
     """Instruction edits on the CPU: colour, tone, looks, painting styles, reference looks."""
 
     operation = "edit"
+
+    def __init__(self) -> None:
+        prepare_glyphs()  # for "add ...", loaded as a worker starts
 
     def run(self, inputs: EditInput, control: JobControl) -> ImageOutput:
         plan = plan_edit(inputs.prompt, bool(inputs.references))

@@ -29,7 +29,8 @@ from pipelines.builtin.generate.places import (
 from pipelines.builtin.generate.prompt import layout_of, parse_prompt
 from pipelines.builtin.generate.seeds import rng_for, stable_int
 from pipelines.builtin.generate.subjects import SceneWords, Subject, read_scene
-from pipelines.builtin.glyphs import Glyph, glyph_set
+from pipelines.builtin.glyphs import Glyph
+from pipelines.builtin.glyphs import prepare as prepare_glyphs
 from pipelines.builtin.imaging import Float, log_peak_memory, luma, to_array, to_image
 from pipelines.styles.embeddings import load_embeddings
 
@@ -54,8 +55,8 @@ class BuiltinGenerate:
     operation = "generate"
 
     def __init__(self) -> None:
-        # Read now, as a worker starts, rather than in its first job.
-        glyph_set()
+        # Loaded now, as a worker starts, rather than in its first job.
+        prepare_glyphs()
         load_embeddings()
 
     def run(self, inputs: GenerateInput, control: JobControl) -> ImageOutput:

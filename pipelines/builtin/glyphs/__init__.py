@@ -236,6 +236,13 @@ def glyph_set() -> GlyphSet:
     return _glyphs.get(_load)
 
 
+def prepare() -> None:
+    """Read the set and load the drawing library (CairoSVG's C bindings take most of a second
+    to load) now, as a worker starts, rather than in its first job."""
+    glyph_set()
+    render(DRAWN[0].body, 8)
+
+
 def _load() -> GlyphSet:
     data = json.loads(gzip.decompress((FOLDER / "fluent_emoji_flat.json.gz").read_bytes()))
     glyphs = [
