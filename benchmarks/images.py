@@ -16,28 +16,30 @@ from pipelines.base import GenerateInput, NoControl
 from pipelines.builtin.generate import BuiltinGenerate
 
 GENERATE_PROMPT = "a misty mountain lake at dawn, pine forest, soft golden light"
+# A first prompt with subjects: glyphs drawn from vectors, a place, a relation, a colour.
+SUBJECTS_PROMPT = "a red bicycle leaning against a brick wall, a cat on a chair beside it"
 EDIT_PROMPT = "make it warmer and add grain"
 REFRAME_RATIOS = ("16:9", "21:9")
 GOAL_GENERATE_1K_SECONDS = 1.5
 GOAL_UPSCALE_4K_SECONDS = 20.0
 GOAL_REFRAME_1K_SECONDS = 1.0
 METHOD = f"""
-Each builtin image pipeline called directly (no service, no queue), with a control whose
-`progress` does nothing. Every measurement is a fresh `python -m benchmarks.pipeline_run`
-process: it constructs the pipeline (as a worker does at start-up; not timed), reads its source
-image, then times one `run()`. Sizes come from `core.sizes.image_size`. Generate: prompt
-"{GENERATE_PROMPT}", 1:1, quality medium. The 1:1 source of the other operations is that
-generation at 1K; edit ("{EDIT_PROMPT}") works at its source's size, so at 2K and 4K its source
-is the 1K image enlarged with Lanczos first; reframe turns the 1:1 1K source into 16:9 and 21:9
-at each resolution; upscale enlarges it to 2K and 4K (1:1). Peak memory: the VmHWM of the
-measuring process, plus that of each helper process still alive after the run (upscale, and
-reframe when it enlarges, start a pool of Real-ESRGAN processes that stays up for the next job;
-the count includes multiprocessing's resource tracker), plus the largest ended helper
-(`getrusage(RUSAGE_CHILDREN)`, none in practice). Adding the helpers' peaks is an upper bound:
-they need not peak at once. A first run in a fresh process also pays for starting the pool, which
-a warm worker pays once.
-Time is the median of the repetitions, peak the largest. Goals on this machine: generate 1K
-under {GOAL_GENERATE_1K_SECONDS:g} s at medium quality, upscale to 4K under
+Each builtin image pipeline called directly (no service, no queue), with a control whose `progress`
+does nothing. Every measurement is a fresh `python -m benchmarks.pipeline_run` process: it
+constructs the pipeline (as a worker does at start-up; not timed), reads its source image, then
+times one `run()`. Sizes come from `core.sizes.image_size`. Generate: prompt "{GENERATE_PROMPT}",
+1:1, quality medium, and with subjects "{SUBJECTS_PROMPT}" (the glyph set and the sentence model
+are loaded when the pipeline is constructed, as a worker does). The 1:1 source of the other
+operations is that generation at 1K; edit ("{EDIT_PROMPT}") works at its source's size, so at 2K
+and 4K its source is the 1K image enlarged with Lanczos first; reframe turns the 1:1 1K source into
+16:9 and 21:9 at each resolution; upscale enlarges it to 2K and 4K (1:1). Peak memory: the VmHWM of
+the measuring process, plus that of each helper process still alive after the run (upscale, and
+reframe when it enlarges, start a pool of Real-ESRGAN processes that stays up for the next job; the
+count includes multiprocessing's resource tracker), plus the largest ended helper
+(`getrusage(RUSAGE_CHILDREN)`, none in practice). Adding the helpers' peaks is an upper bound: they
+need not peak at once. A first run in a fresh process also pays for starting the pool, which a warm
+worker pays once. Time is the median of the repetitions, peak the largest. Goals on this machine:
+generate 1K under {GOAL_GENERATE_1K_SECONDS:g} s at medium quality, upscale to 4K under
 {GOAL_UPSCALE_4K_SECONDS:g} s, reframe 1K under {GOAL_REFRAME_1K_SECONDS:g} s.
 """
 
@@ -55,6 +57,15 @@ def run(options: Options) -> Section:
         generate = {"prompt": GENERATE_PROMPT, "quality": "medium"}
         cases.append(
             ("generate", "1:1", resolution, {**generate, "width": width, "height": height})
+        )
+        subjects = {"prompt": SUBJECTS_PROMPT, "quality": "medium"}
+        cases.append(
+            (
+                "generate",
+                "1:1, subjects",
+                resolution,
+                {**subjects, "width": width, "height": height},
+            )
         )
         edit_source = _at_size(source, width, height, work)
         edit = {"prompt": EDIT_PROMPT, "source": str(edit_source), "width": width, "height": height}

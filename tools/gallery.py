@@ -27,6 +27,7 @@ from pipelines.base import (
 )
 from pipelines.builtin.edit import BuiltinEdit
 from pipelines.builtin.generate import BuiltinGenerate
+from pipelines.builtin.generate.everyday import EVERYDAY_PROMPTS
 from pipelines.builtin.imaging import to_array, to_image
 from pipelines.builtin.painting_styles import LEARNED_STYLES, shared_engine
 from pipelines.builtin.reframe import BuiltinReframe
@@ -146,6 +147,34 @@ def _style_sheet(picture: Image.Image) -> list[tuple[str, str]]:
     return tiles
 
 
+EVERYDAY_TILE = 256
+EVERYDAY_COLUMNS = 8
+
+
+def build_everyday() -> list[tuple[str, list[str]]]:
+    """The 40 everyday prompts at 1K (4:3), each seeded by its number, on one contact sheet
+    (docs/gallery/everyday.jpg) captioned with the prompt; returns each prompt's notes."""
+    generate = BuiltinGenerate()
+    width, height = image_size("4:3", "1K")
+    tile_height = round(EVERYDAY_TILE * height / width)
+    rows = -(-len(EVERYDAY_PROMPTS) // EVERYDAY_COLUMNS)
+    sheet = Image.new("RGB", (EVERYDAY_COLUMNS * EVERYDAY_TILE, rows * (tile_height + 28)), "white")
+    draw = ImageDraw.Draw(sheet)
+    results = []
+    for number, (prompt, _) in enumerate(EVERYDAY_PROMPTS, start=1):
+        inputs = GenerateInput(prompt=prompt, width=width, height=height, seed=number)
+        output = generate.run(inputs, NoControl())
+        tile = output.images[0].resize((EVERYDAY_TILE, tile_height), Image.Resampling.LANCZOS)
+        x = ((number - 1) % EVERYDAY_COLUMNS) * EVERYDAY_TILE
+        y = ((number - 1) // EVERYDAY_COLUMNS) * (tile_height + 28)
+        sheet.paste(tile, (x, y))
+        words = prompt if len(prompt) <= 40 else prompt[:39] + "..."
+        draw.text((x + 3, y + tile_height + 2), f"{number}. {words}", fill="black")
+        results.append((prompt, output.notes))
+    sheet.save(FOLDER / "everyday.jpg", "JPEG", quality=88, optimize=True)
+    return results
+
+
 def build() -> tuple[list[Entry], list[tuple[str, str]]]:
     FOLDER.mkdir(parents=True, exist_ok=True)
     for old in FOLDER.glob("*.jpg"):
@@ -257,14 +286,31 @@ SECTIONS = {
 }
 
 
-def write(entries: list[Entry], styles: list[tuple[str, str]]) -> None:
+def write(
+    entries: list[Entry],
+    styles: list[tuple[str, str]],
+    everyday: list[tuple[str, list[str]]],
+) -> None:
     lines = [
         "# Gallery of the builtin image pipelines",
         "",
         "Made by `make gallery` (`tools/gallery.py`) with fixed seeds; every picture is a JPEG",
         "thumbnail of the full-size result. The notes are the pipelines' own `ImageOutput.notes`.",
         "",
+        "## Forty everyday prompts",
+        "",
+        "`pipelines/builtin/generate/everyday.py`, each at 1K 4:3 with its number as the seed",
+        '(docs/models.md, "What the builtin painter can draw", says how to read them).',
+        "",
+        "![the forty everyday prompts](gallery/everyday.jpg)",
+        "",
+        "| # | prompt | notes |",
+        "| --- | --- | --- |",
     ]
+    for number, (prompt, notes) in enumerate(everyday, start=1):
+        kept = [n.split(". The builtin painter")[0] for n in notes[1:]]
+        lines.append(f"| {number} | `{prompt}` | {'<br>'.join(kept)} |")
+    lines.append("")
     for section, title in SECTIONS.items():
         lines += [f"## {title}", "", "| request | result | notes |", "| --- | --- | --- |"]
         for entry in (e for e in entries if e.section == section):
@@ -299,7 +345,8 @@ def write(entries: list[Entry], styles: list[tuple[str, str]]) -> None:
 def main() -> int:
     started = time.perf_counter()
     entries, styles = build()
-    write(entries, styles)
+    everyday = build_everyday()
+    write(entries, styles, everyday)
     for entry in entries:
         print(f"{entry.seconds:6.2f}s  {entry.name}  {entry.size[0]}x{entry.size[1]}")
     print(f"gallery written to {DOCS / 'gallery.md'} in {time.perf_counter() - started:.0f}s")

@@ -31,7 +31,7 @@ from pipelines.builtin.depth_layers import (
     push_pull_fill,
     split_layers,
 )
-from pipelines.builtin.easing import ease_in_out
+from pipelines.builtin.easing import ease_in_out, smoothstep
 from pipelines.builtin.video_prompt import VideoDirections, parse_directions
 from pipelines.media.framing import cover
 from pipelines.media.mp4 import FPS, Mp4Writer, audio_samples_for, frame_count_for
@@ -234,7 +234,7 @@ class SceneRenderer:
                 band += detail[top:bottom] * sky[top:bottom, :, None]
                 canvas[top:bottom] = np.clip(band + 0.5, 0.0, 255.0)
         for layer in self.layers[1:]:
-            opacity = 1.0 - _smoothstep(*PUSH_PAST_FADE, pose.layer_scale(layer.nearness))
+            opacity = 1.0 - smoothstep(*PUSH_PAST_FADE, pose.layer_scale(layer.nearness))
             if opacity <= 0.0:
                 continue
             matrix = layer_matrix(pose, layer.nearness, *size)
@@ -259,11 +259,6 @@ class SceneRenderer:
             for particles in self.particles:
                 particles.draw(rgb, seconds, pose.layer_scale(near), shift)
         return rgb
-
-
-def _smoothstep(edge0: float, edge1: float, x: float) -> float:
-    t = min(max((x - edge0) / (edge1 - edge0), 0.0), 1.0)
-    return t * t * (3.0 - 2.0 * t)
 
 
 def source_scale_for(

@@ -17,6 +17,8 @@ import cv2
 import numpy as np
 from numpy.typing import NDArray
 
+from pipelines.builtin.easing import smoothstep
+
 # OpenCV's stubs type every result as a generic array, so these aliases document intent only.
 Float = NDArray[Any]  # float32 images
 Mask = NDArray[Any]  # float32 planes in [0, 1]
@@ -55,11 +57,6 @@ class SceneLayers:
 def _normalised(values: Float, low: float = 2.0, high: float = 98.0) -> Mask:
     lo, hi = np.percentile(values, [low, high])
     return np.clip((values - lo) / max(float(hi - lo), 1e-6), 0.0, 1.0).astype(np.float32)
-
-
-def _smoothstep(edge0: float, edge1: float, x: Float) -> Mask:
-    t = np.clip((x - edge0) / (edge1 - edge0), 0.0, 1.0)
-    return (t * t * (3.0 - 2.0 * t)).astype(np.float32)
 
 
 def guided_filter(guide: Float, values: Float, radius: int, eps: float) -> Mask:
@@ -109,16 +106,16 @@ def _sky_mask(lightness: Mask, detail: Mask, rows: Mask) -> Mask:
     Clouds may be as detailed as a skyline, but they are lighter than the sky around them and
     high in the frame.
     """
-    smooth = 1.0 - _smoothstep(0.35, 0.65, detail)
+    smooth = 1.0 - smoothstep(0.35, 0.65, detail)
     top_band = lightness[: max(1, lightness.shape[0] // 10)]
-    cloud = _smoothstep(0.0, 0.08, lightness - float(np.percentile(top_band, 50)))
-    cloud *= (1.0 - _smoothstep(0.8, 0.95, detail)) * (1.0 - _smoothstep(0.3, 0.45, rows))
-    likely = np.maximum(smooth, cloud) * (1.0 - _smoothstep(0.6, 0.85, rows))
+    cloud = smoothstep(0.0, 0.08, lightness - float(np.percentile(top_band, 50)))
+    cloud *= (1.0 - smoothstep(0.8, 0.95, detail)) * (1.0 - smoothstep(0.3, 0.45, rows))
+    likely = np.maximum(smooth, cloud) * (1.0 - smoothstep(0.6, 0.85, rows))
     connected = np.logical_and.accumulate(likely > 0.5, axis=0).astype(np.float32)
     if connected[0].mean() < 0.3:  # no open sky along the top edge: a close-up or an interior
         return np.zeros_like(lightness)
     radius = max(2, round(max(lightness.shape) * 0.02))
-    return _smoothstep(0.3, 0.7, guided_filter(lightness, connected, radius, 1e-3))
+    return smoothstep(0.3, 0.7, guided_filter(lightness, connected, radius, 1e-3))
 
 
 def estimate_nearness(rgb: NDArray[np.uint8]) -> tuple[Mask, Mask, Mask]:
@@ -165,21 +162,21 @@ def _water_mask(lightness: Mask, detail: Mask, rows: Mask, sky: Mask, sigma: flo
     """
     sky_rows = np.flatnonzero(sky.mean(axis=1) > 0.3)
     horizon = (sky_rows.max() + 1) / sky.shape[0] if sky_rows.size else 0.45
-    below = _smoothstep(horizon, horizon + 0.04, rows)
+    below = smoothstep(horizon, horizon + 0.04, rows)
     grad_x = cv2.Sobel(lightness, cv2.CV_32F, 1, 0, ksize=3)
     grad_y = cv2.Sobel(lightness, cv2.CV_32F, 0, 1, ksize=3)
     across = cv2.GaussianBlur(grad_x * grad_x, (0, 0), sigma)
     down = cv2.GaussianBlur(grad_y * grad_y, (0, 0), sigma)
-    rippled = _smoothstep(1.5, 4.0, (down + 1e-5) / (across + 1e-5))
+    rippled = smoothstep(1.5, 4.0, (down + 1e-5) / (across + 1e-5))
     if sky.any():
         sky_lightness = float(lightness[sky > 0.5].mean())
-        mirrored = 1.0 - _smoothstep(0.08, 0.25, np.abs(lightness - sky_lightness * 0.85))
+        mirrored = 1.0 - smoothstep(0.08, 0.25, np.abs(lightness - sky_lightness * 0.85))
     else:
         mirrored = np.zeros_like(lightness)
-    smooth = 1.0 - _smoothstep(0.15, 0.4, detail)
+    smooth = 1.0 - smoothstep(0.15, 0.4, detail)
     watery = np.maximum(np.maximum(rippled, mirrored), smooth * 0.8)
     water = cv2.GaussianBlur(below * watery, (0, 0), sigma * 2)
-    return _smoothstep(0.25, 0.55, water)
+    return smoothstep(0.25, 0.55, water)
 
 
 def _valley_cut(nearness: Mask, share: float) -> float:
@@ -199,7 +196,7 @@ def split_layers(rgb: NDArray[np.uint8]) -> SceneLayers:
     """Cut `rgb` into far, middle and near layers at the nearness quantiles `LAYER_CUTS`."""
     nearness, sky, water = estimate_nearness(rgb)
     cuts = [_valley_cut(nearness, share) for share in LAYER_CUTS]
-    coverages = [_smoothstep(cut - CUT_SOFTNESS, cut + CUT_SOFTNESS, nearness) for cut in cuts]
+    coverages = [smoothstep(cut - CUT_SOFTNESS, cut + CUT_SOFTNESS, nearness) for cut in cuts]
     coverages = [np.ones_like(nearness), *coverages]
     long_side = max(rgb.shape[:2])
     dilation = max(1, round(long_side * HIDDEN_DILATION))

@@ -68,7 +68,9 @@ class MotionPath:
         elif self.kind == "whip":
             # Out one side, in from the other: the content keeps travelling one way.
             travel = (
-                smoothstep(2 * progress) if progress < 0.5 else smoothstep(2 * progress - 1) - 1
+                smoothstep(0.0, 1.0, 2 * progress)
+                if progress < 0.5
+                else smoothstep(0.0, 1.0, 2 * progress - 1) - 1
             )
             distance = WHIP_DISTANCE * self.strength
             shift_x = -self.direction[0] * travel * distance * width

@@ -51,6 +51,17 @@ def oklab_many(rgb: np.ndarray) -> np.ndarray:
     return np.asarray(np.cbrt(linear @ _TO_LMS.T) @ _TO_LAB.T)
 
 
+_FROM_LAB = np.linalg.inv(_TO_LAB)
+_FROM_LMS = np.linalg.inv(_TO_LMS)
+
+
+def srgb_from_oklab(lab: np.ndarray) -> np.ndarray:
+    """The inverse of `oklab_many`, as 0-1 sRGB clipped into the gamut, for (n, 3) OKLab."""
+    linear = np.clip((np.asarray(lab, dtype=np.float64) @ _FROM_LAB.T) ** 3 @ _FROM_LMS.T, 0, 1)
+    encoded = np.where(linear <= 0.0031308, linear * 12.92, 1.055 * linear ** (1 / 2.4) - 0.055)
+    return np.asarray(np.clip(encoded, 0.0, 1.0))
+
+
 @lru_cache(maxsize=4096)
 def oklab(colour: Rgb) -> tuple[float, float, float]:
     lightness, a, b = oklab_many(np.array([[colour.red, colour.green, colour.blue]]))[0]

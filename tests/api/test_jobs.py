@@ -50,7 +50,7 @@ def test_generate_completes_with_pngs_of_the_promised_size(service: Service, key
 
 
 def test_job_reads_carry_the_pipelines_notes(service: Service, key: str) -> None:
-    """`notes` (extension): what the builtin painter understood and what it cannot draw."""
+    """`notes` (extension): what the builtin painter drew, and what it cannot draw."""
     with service.client(key) as client:
         created = create(client, "a red bicycle against a brick wall", quality="low")
         assert "notes" not in created
@@ -58,10 +58,15 @@ def test_job_reads_carry_the_pipelines_notes(service: Service, key: str) -> None
         assert job["status"] == "completed", job
         notes = job["notes"]
         assert notes[0].startswith("builtin procedural painter:")
-        assert any("understood: red" in note for note in notes), notes
-        assert any(note.startswith("cannot draw the prompt's subject") for note in notes), notes
+        assert "drew: bicycle (red), brick wall" in notes, notes
+        assert not any("not drawn" in note or "cannot draw" in note for note in notes), notes
         listed = client.get("/jobs").json()["data"][0]
         assert listed["id"] == job["id"] and listed["notes"] == notes
+        undrawable = wait_done(client, create(client, "a quarterly report", quality="low")["id"])
+        assert any(
+            note.startswith("cannot draw the prompt's subject (report)")
+            for note in undrawable["notes"]
+        ), undrawable["notes"]
         pending = create(client, "[sleep 2] hills")
         assert client.get(f"/jobs/{pending['id']}").json()["data"]["notes"] == []
 

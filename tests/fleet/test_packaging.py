@@ -103,7 +103,7 @@ def test_every_imported_distribution_is_declared() -> None:
     assert undeclared == {}, "imported but installed outside the package metadata"
 
 
-def test_the_wheel_carries_rife_network_weights_and_licence(tmp_path: Path) -> None:
+def test_the_wheel_carries_rife_network_weights_glyphs_and_licences(tmp_path: Path) -> None:
     source = tmp_path / "source"
     shutil.copytree(
         REPO,
@@ -125,9 +125,18 @@ def test_the_wheel_carries_rife_network_weights_and_licence(tmp_path: Path) -> N
     with zipfile.ZipFile(wheel) as archive:
         names = set(archive.namelist())
         weights = archive.read("pipelines/media/rife_weights/flownet.safetensors")
+        glyphs = archive.read("pipelines/builtin/glyphs/fluent_emoji_flat.json.gz")
     assert {
         "pipelines/media/ifnet.py",
         "pipelines/media/rife_weights/LICENSE",
         "pipelines/media/rife_weights/README.md",
     } <= names
     assert weights == (REPO / "pipelines/media/rife_weights/flownet.safetensors").read_bytes()
+    # The builtin painter's glyphs, their embeddings, licences and notice (issue 37).
+    assert {
+        "pipelines/builtin/glyphs/embeddings-v1.npy",
+        "pipelines/builtin/glyphs/NOTICE",
+        "pipelines/builtin/glyphs/LICENSE-fluent-emoji",
+        "pipelines/builtin/glyphs/LICENSE-emojilib",
+    } <= names
+    assert glyphs == (REPO / "pipelines/builtin/glyphs/fluent_emoji_flat.json.gz").read_bytes()

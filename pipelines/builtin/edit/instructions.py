@@ -28,6 +28,7 @@ class EditPlan:
     applied: list[str] = field(default_factory=list)  # what each recognised phrase became
     skipped: list[str] = field(default_factory=list)  # recognised but not possible here
     fallback: str | None = None  # set when nothing was recognised
+    additions: list[str] = field(default_factory=list)  # "a red hot air balloon in the sky"
 
 
 S = Step  # the tables below read better with a short name
@@ -130,6 +131,17 @@ LOOKS: dict[str, tuple[Step, ...]] = {
 }
 
 GENTLE_ENHANCE = (S("levels"), S("saturation", 0.3))
+# "add a red hot air balloon in the sky", up to the next instruction.
+_UNTIL = r"(?=\s*(?:,|;|\.|\band (?:make|add|put|turn|remove)\b|\bthen\b|$))"
+ADDITION = re.compile(r"\b(?:add|put|place|draw|insert|include)\b\s+(?P<thing>.+?)" + _UNTIL)
+REPLACEMENT = re.compile(
+    r"\b(?:replace|swap)\s+(?P<old>.+?)\s+(?:with|for|by)\s+(?P<new>.+?)" + _UNTIL
+)
+REMOVAL = re.compile(r"\b(?:remove|delete|erase|get rid of|take out)\s+(?P<thing>.+?)" + _UNTIL)
+CANNOT_FIND = (
+    "the builtin editor cannot find things in a picture; a real model can "
+    "(`sfumato models pull`, docs/models.md)"
+)
 # A painting style the editor does not know becomes one of these general painterly ones.
 GENERAL_PAINTING_STYLES = (0, 10, 12, 14, 16)
 # Operations with a direction: "less" reverses them. The others have nothing to take away.
@@ -229,6 +241,18 @@ def plan_edit(prompt: str, has_references: bool) -> EditPlan:
         index = GENERAL_PAINTING_STYLES[zlib.crc32(name.encode()) % len(GENERAL_PAINTING_STYLES)]
         stand_in = painting_styles.LEARNED_STYLES[index]
         claim(request, (Step("style", 1.0, stand_in.name),), ", standing in for an unknown style")
+    # Things to add, after the effects ("add grain") and before the looks, so that their colour
+    # words ("a red balloon") tint nothing.
+    for match in list(ADDITION.finditer(text)):
+        plan.additions.append(match["thing"].strip())
+        text = text[: match.start()] + " " * len(match[0]) + text[match.end() :]
+    for match in list(REPLACEMENT.finditer(text)):
+        plan.additions.append(match["new"].strip())
+        plan.skipped.append(f"{match['old'].strip()!r} not removed: {CANNOT_FIND}")
+        text = text[: match.start()] + " " * len(match[0]) + text[match.end() :]
+    for match in list(REMOVAL.finditer(text)):
+        plan.skipped.append(f"{match['thing'].strip()!r} not removed: {CANNOT_FIND}")
+        text = text[: match.start()] + " " * len(match[0]) + text[match.end() :]
     for match in list(_WORDS.finditer(text)):
         words = vocab.EXPANSIONS.get(match[0], (match[0],))
         looks = [vocab.MOOD_WORDS.get(w) or vocab.TIME_WORDS.get(w) for w in words]
@@ -240,7 +264,7 @@ def plan_edit(prompt: str, has_references: bool) -> EditPlan:
         # References sent with an edit lend their look even when the words do not ask.
         plan.steps.append(Step("reference", 0.6))
         plan.applied.append("the look of the reference image(s) x0.6 (sent with the edit)")
-    if not plan.steps:
+    if not plan.steps and not plan.additions and not plan.skipped:
         plan.steps.extend(GENTLE_ENHANCE)
         plan.fallback = "a gentle auto-enhance (levels and a little more saturation)"
     return plan

@@ -35,11 +35,6 @@ def as_colour(rgb: Sequence[float]) -> Float:
     return np.asarray(rgb, dtype=np.float32)
 
 
-def smoothstep(edge0: float, edge1: float, x: Float) -> Float:
-    t = np.clip((x - edge0) / (edge1 - edge0), 0.0, 1.0)
-    return t * t * (3.0 - 2.0 * t)
-
-
 def screen(canvas: Float, colour: Float, amount: Float) -> None:
     """Screen-blend `colour` scaled by `amount` (rows x columns) into the canvas, in place."""
     for channel in range(3):

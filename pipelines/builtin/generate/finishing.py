@@ -6,8 +6,6 @@ import numpy as np
 from numpy.typing import NDArray
 
 from pipelines.builtin.generate.canvas import PixelGrid
-from pipelines.builtin.generate.layout import Plan
-from pipelines.builtin.generate.palette import Palette
 from pipelines.builtin.imaging import Float
 
 
@@ -15,12 +13,16 @@ class Finishing:
     """Darkens the edges and adds grain; the grain's generator is consumed strip by strip."""
 
     def __init__(
-        self, plan: Plan, palette: Palette, grid: PixelGrid, grain: np.random.Generator
+        self,
+        width_units: float,
+        height_units: float,
+        strength: float,
+        grid: PixelGrid,
+        grain: np.random.Generator,
     ) -> None:
         self.grain_rng = grain
-        x = (grid.u / plan.width_units - 0.5) * 2.0
-        y = (grid.v / plan.height_units - 0.5) * 2.0
-        strength = palette.vignette
+        x = (grid.u / width_units - 0.5) * 2.0
+        y = (grid.v / height_units - 0.5) * 2.0
         self.vignette_columns = (strength * 0.5 * x * x).astype(np.float32)
         self.vignette_rows = (strength * 0.5 * y * y).astype(np.float32)
 

@@ -36,7 +36,9 @@ class Painter:
         self.sky = SkyPainter(plan, palette, grid, texture)
         self.terrain = TerrainPainter(plan, palette, grid, texture)
         self.water = None if plan.water is None else WaterPainter(plan, palette, grid, plan.water)
-        self.finishing = Finishing(plan, palette, grid, grain)
+        self.finishing = Finishing(
+            plan.width_units, plan.height_units, palette.vignette, grid, grain
+        )
         self.horizon_row = plan.horizon * grid.scale
 
     def paint(self, report: Callable[[float], None]) -> Image.Image:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import colorsys
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 from PIL import Image
@@ -17,6 +17,7 @@ from pipelines.builtin.generate.prompt import GROUND_SCENES, PromptTerms
 from pipelines.builtin.generate.seeds import stable_int
 from pipelines.builtin.imaging import Float, luma
 from pipelines.media.colours import RGB, parse_hex_colour
+from pipelines.styles.palette import CHROMATIC, oklab_many
 
 WINDOW_LIGHTS = ((1.0, 0.8, 0.45), (1.0, 0.9, 0.65), (0.95, 0.68, 0.38))
 NEON_ACCENTS = ((0.95, 0.15, 0.75), (0.1, 0.85, 0.95))
@@ -68,6 +69,9 @@ class Palette:
     neon: bool = False
     milky_way: bool = False
     planet: bool = False
+    land_light_level: float = 1.0  # how bright the time of day lights the land: 1 at noon
+    # A brand style's coloured colours, strongest first: its primary, then its accent.
+    brand: list[Float] = field(default_factory=list)
 
     def recolour(self, roles: Sequence[str], change: Callable[[Float], Float]) -> None:
         for role in roles:
@@ -124,6 +128,24 @@ def dominant_colours(images: Sequence[Image.Image], count: int = 3) -> list[RGB]
     return [rgb for _, rgb in weighted[:count]]
 
 
+# OKLab chroma from which a brand colour counts as a colour rather than a neutral (its background
+# or text): the palette module's threshold for brand roles.
+BRAND_CHROMA = CHROMATIC
+
+
+def _chroma(colour: RGB) -> float:
+    _, a, b = oklab_many(np.array([colour]) * 255.0)[0]
+    return float(np.hypot(a, b))
+
+
+def brand_order(colours: list[RGB]) -> list[RGB]:
+    """A brand palette's colours with the coloured ones first, in their order of importance: a
+    style's palette leads with its background and text, which are mostly white and near black,
+    and its primary and accent should lead the picture."""
+    coloured = [c for c in colours if _chroma(c) >= BRAND_CHROMA]
+    return coloured + [c for c in colours if _chroma(c) < BRAND_CHROMA]
+
+
 def build_palette(
     terms: PromptTerms,
     layout: str,
@@ -162,6 +184,7 @@ def build_palette(
         clouds=tod.clouds,
         stars=tod.stars,
         horizon_glow=tod.horizon_glow,
+        land_light_level=float(luma(land_light)),
     )
     features = terms.features
     if "moon" in features:
@@ -180,7 +203,10 @@ def build_palette(
     palette.milky_way = "milky_way" in features or ("space" in terms.scenes and layout != "space")
 
     reference_colours = dominant_colours(references)
-    style_colours = [c for c in map(parse_hex_colour, style.palette if style else ()) if c]
+    style_colours = brand_order(
+        [c for c in map(parse_hex_colour, style.palette if style else ()) if c]
+    )
+    palette.brand = [as_colour(c) for c in style_colours if _chroma(c) >= BRAND_CHROMA]
     palette.apply_colours(terms.colours, 0.6)
     palette.apply_colours(reference_colours, 0.25 if terms.colours else 0.35)
     palette.apply_colours(style_colours, 0.75)
@@ -189,6 +215,11 @@ def build_palette(
         palette.apply_colours([colorsys.hsv_to_rgb(hue, 0.55, 0.85)], 0.22)
     for mood in terms.moods:
         palette.apply_mood(vocab.MOODS[mood])
+    if palette.brand:
+        # The brand's primary is the near land, as it is; its accent lights the horizon.
+        palette.land_near = palette.brand[0].copy()
+        if len(palette.brand) > 1:
+            palette.horizon = palette.brand[1] + (palette.horizon - palette.brand[1]) * 0.25
     if palette.neon:
         palette.zenith *= 0.45
         palette.mid *= 0.6

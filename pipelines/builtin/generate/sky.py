@@ -7,7 +7,8 @@ import math
 
 import numpy as np
 
-from pipelines.builtin.generate.canvas import WHITE, PixelGrid, as_colour, blend, screen, smoothstep
+from pipelines.builtin.easing import smoothstep
+from pipelines.builtin.generate.canvas import WHITE, PixelGrid, as_colour, blend, screen
 from pipelines.builtin.generate.layout import Light, Plan, Planet
 from pipelines.builtin.generate.noise import NoiseField, stretched
 from pipelines.builtin.generate.palette import Palette

@@ -8,7 +8,8 @@ from dataclasses import dataclass, field
 import numpy as np
 from numpy.typing import NDArray
 
-from pipelines.builtin.generate.canvas import WHITE, PixelGrid, blend, screen, smoothstep
+from pipelines.builtin.easing import smoothstep
+from pipelines.builtin.generate.canvas import WHITE, PixelGrid, blend, screen
 from pipelines.builtin.generate.layout import Layer, Plan
 from pipelines.builtin.generate.noise import NoiseField
 from pipelines.builtin.generate.palette import Palette

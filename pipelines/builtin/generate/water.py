@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from pipelines.builtin.generate.canvas import PixelGrid, screen, smoothstep
+from pipelines.builtin.easing import smoothstep
+from pipelines.builtin.generate.canvas import PixelGrid, screen
 from pipelines.builtin.generate.layout import Plan
 from pipelines.builtin.generate.noise import Noise2D
 from pipelines.builtin.generate.palette import Palette
