@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import secrets
 import signal
 import subprocess
 import sys
@@ -308,7 +309,7 @@ def cluster(folder: Path) -> Iterator[Cluster]:
             "SFUMATO_BROKER_URL": redis_server.url,
             "SFUMATO_STORAGE_URL": f"s3://{BUCKET}?endpoint=http://127.0.0.1:{storage.port}",
             "SFUMATO_NAMESPACE": f"chaos-{uuid.uuid4().hex[:8]}",
-            "SFUMATO_SECRET_KEY": uuid.uuid4().hex,
+            "SFUMATO_SECRET_KEY": secrets.token_hex(32),
             "SFUMATO_PIPELINES": TEST_PIPELINES,
             "SFUMATO_CONFIG_FILE": str(config),
             "SFUMATO_LEASE_SECONDS": str(LEASE_SECONDS),

@@ -23,9 +23,9 @@ from core.accounts.service import Caller
 from core.services import Services
 from core.settings import Settings
 from gateway.app import create_app
+from gateway.bodies import BodyLimits, RequestBodyMiddleware
 from gateway.errors import install_error_handlers
 from gateway.images.router import router as images_router
-from gateway.middleware import BodyLimitMiddleware
 from gateway.runtime import Gateway
 from sfumato.processes import build_gateway
 
@@ -70,8 +70,10 @@ def stripped_app(gateway: Gateway, caller: Caller) -> FastAPI:
     app.state.gateway = gateway
     app.include_router(images_router, prefix="/v1")
     install_error_handlers(app)
+    app.add_middleware(
+        RequestBodyMiddleware, limits=BodyLimits.from_settings(gateway.services.settings)
+    )
     app.add_middleware(FixedCaller, caller=caller)
-    app.add_middleware(BodyLimitMiddleware, max_bytes=gateway.services.settings.max_body_bytes)
     return app
 
 

@@ -63,8 +63,10 @@ def head_revision() -> str | None:
     return heads.pop() if len(heads) == 1 else None
 
 
-def _prepare_sqlite(engine: Engine) -> None:
-    """WAL for concurrent readers, a busy timeout for writers, and explicit BEGINs.
+def _prepare_sqlite(engine: Engine, synchronous: str) -> None:
+    """WAL for concurrent readers, a busy timeout for writers, and explicit BEGINs. `synchronous`
+    FULL (the default) makes each commit durable before it returns, a power loss included;
+    NORMAL leaves the last commits to a crash of the machine (never of the process).
 
     Write transactions begin IMMEDIATE so that two writers queue on the lock instead of failing
     with SQLITE_BUSY when both upgrade from a read to a write.
@@ -75,7 +77,7 @@ def _prepare_sqlite(engine: Engine) -> None:
         dbapi_connection.isolation_level = None
         cursor = dbapi_connection.cursor()
         cursor.execute("PRAGMA journal_mode=WAL")
-        cursor.execute("PRAGMA synchronous=NORMAL")
+        cursor.execute(f"PRAGMA synchronous={synchronous}")
         cursor.execute("PRAGMA foreign_keys=ON")
         cursor.execute("PRAGMA busy_timeout=30000")
         cursor.close()
@@ -88,7 +90,10 @@ def _prepare_sqlite(engine: Engine) -> None:
 
 
 class Database:
-    def __init__(self, url: str) -> None:
+    """`hide_parameters`: a statement's error never logs its values (emails, key hashes,
+    prompts). `sqlite_synchronous`: how SQLite commits (docs/operations.md "Power loss")."""
+
+    def __init__(self, url: str, sqlite_synchronous: str = "FULL") -> None:
         self.url = url
         self.is_sqlite = url.startswith("sqlite")
         # As many pooled connections as the threads that may use them at once (the gateway's
@@ -99,8 +104,9 @@ class Database:
                 connect_args={"check_same_thread": False, "timeout": 30},
                 pool_size=48,
                 json_deserializer=load_json,
+                hide_parameters=True,
             )
-            _prepare_sqlite(self.engine)
+            _prepare_sqlite(self.engine, sqlite_synchronous)
             write_engine: Engine = self.engine.execution_options(sqlite_begin="BEGIN IMMEDIATE")
             self._statement_engine = self.engine.execution_options(sqlite_begin=None)
         else:
@@ -113,6 +119,7 @@ class Database:
                 max_overflow=16,
                 pool_recycle=RECYCLE_SECONDS,
                 json_deserializer=load_json,
+                hide_parameters=True,
             )
             write_engine = self.engine
             self._statement_engine = self.engine.execution_options(isolation_level="AUTOCOMMIT")

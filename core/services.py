@@ -30,7 +30,7 @@ class Services:
     def from_settings(cls, settings: Settings) -> Services:
         settings.ensure_data_dir()
         DECODE_BUDGET.set_capacity(settings.decode_memory_mb * 1024 * 1024)
-        db = Database(settings.resolved_database_url)
+        db = Database(settings.resolved_database_url, settings.sqlite_synchronous)
         return cls(
             settings=settings,
             db=db,

@@ -6,6 +6,7 @@ a broker URL and a storage URL. Defaults give the embedded mode under the data d
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 from typing import Literal
 from urllib.parse import urlsplit
@@ -14,6 +15,8 @@ from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from core.service_config import ServiceConfig, load_config
+
+log = logging.getLogger(__name__)
 
 
 class Settings(BaseSettings):
@@ -61,6 +64,15 @@ class Settings(BaseSettings):
     pipelines: str = ""
     signed_url_seconds: int = Field(default=7 * 24 * 3600, ge=60)
     max_body_bytes: int = 64 * 1024
+    # How an embedded deployment's SQLite commits: FULL syncs each commit to disk before it
+    # returns (a power loss keeps every answered create and charge); NORMAL is faster and a
+    # machine crash may undo the last commits (docs/operations.md "Power loss").
+    sqlite_synchronous: Literal["FULL", "NORMAL"] = "FULL"
+    # Request bodies in time (gateway/bodies.py): a JSON body or a form must arrive whole within
+    # body_timeout_seconds; a file (an upload) must keep min_body_bytes_per_second on average once
+    # that much time has passed. Slower bodies answer 408 and their connection closes.
+    body_timeout_seconds: float = Field(default=15.0, gt=0)
+    min_body_bytes_per_second: int = Field(default=16 * 1024, ge=1)
     # The gateway's HTTP server (sfumato/http_server.py): the largest request head (request line
     # and headers; a chunked body's trailer too), the time a client has to send it, and the
     # connections and requests served at once before it answers 503. Long-polls and event streams
@@ -89,6 +101,10 @@ class Settings(BaseSettings):
     chromium: str = ""
     style_render_seconds: float = Field(default=20.0, gt=0)
     style_render_memory_mb: int = Field(default=512, ge=64)
+    # Chromium's sandbox (pipelines/styles/browser.py): "auto" where the platform allows it (not
+    # as root, with user namespaces), saying so when not; "required": no rendering without it;
+    # "off": never.
+    chromium_sandbox: Literal["auto", "required", "off"] = "auto"
     # The dashboard's session cookie is `Secure` when the browser came over https ("auto"), or
     # always, or never. Behind a proxy that ends TLS, trust its X-Forwarded-Proto (and, for the
     # sign-in limit per address, X-Forwarded-For) with `trust_forwarded_headers`.
@@ -137,12 +153,23 @@ class Settings(BaseSettings):
         ]
 
     def ensure_data_dir(self) -> Path:
+        """The data dir, made if missing, and readable by this user only (0700): it holds the
+        SQLite database, the signing key and the media."""
         self.data_dir.mkdir(parents=True, exist_ok=True)
+        mode = self.data_dir.stat().st_mode & 0o777
+        if mode & 0o077:
+            log.warning("the data dir %s was open to others (%o): now 0700", self.data_dir, mode)
+            self.data_dir.chmod(0o700)
         return self.data_dir
 
     def signing_key(self) -> bytes:
-        """The secret behind signed storage URLs, created once per data dir if not configured."""
+        """The secret behind signed storage URLs: SFUMATO_SECRET_KEY, or one made once per data
+        dir. Raises InsecureSecret for a placeholder or a key too weak to sign with."""
         if self.secret_key:
+            weakness = secret_weakness(self.secret_key)
+            if weakness is not None:
+                raise InsecureSecret(f"SFUMATO_SECRET_KEY {weakness}; {SECRET_ADVICE}")
+            log.info("signing key from SFUMATO_SECRET_KEY")
             return self.secret_key.encode()
         path = self.ensure_data_dir() / "secret-key"
         if not path.exists():
@@ -150,4 +177,36 @@ class Settings(BaseSettings):
 
             path.write_text(secrets.token_hex(32))
             path.chmod(0o600)
+            log.info("signing key made at %s", path)
+        else:
+            log.info("signing key from %s", path)
         return path.read_text().strip().encode()
+
+
+SECRET_ADVICE = "make one with: python -c 'import secrets; print(secrets.token_hex(32))'"
+# Words of the placeholders in deploy/ and the docs: a key that holds one was never set.
+PLACEHOLDER_WORDS = ("change-me", "changeme", "change_me", "example", "placeholder", "secret")
+MIN_SECRET_BYTES = 32
+
+
+class InsecureSecret(ValueError):
+    """The configured signing secret would let anyone who guesses it forge file URLs."""
+
+
+def secret_weakness(key: str) -> str | None:
+    """Why `key` must not sign URLs (a placeholder, or under 32 bytes of entropy as its
+    alphabet allows: 64 hex digits, 43 base64 characters), or None."""
+    lowered = key.lower()
+    if any(word in lowered for word in PLACEHOLDER_WORDS):
+        return "is a placeholder"
+    hexdigits = set("0123456789abcdef")
+    base64 = set("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=-_")
+    if set(lowered) <= hexdigits:
+        bits_per_character = 4.0
+    elif set(key) <= base64:
+        bits_per_character = 6.0
+    else:
+        bits_per_character = 6.5  # printable ASCII, generously
+    if len(set(key)) < 12 or len(key) * bits_per_character < MIN_SECRET_BYTES * 8:
+        return f"has under {MIN_SECRET_BYTES} bytes of entropy"
+    return None

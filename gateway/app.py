@@ -20,6 +20,7 @@ from core.sessions import service as sessions_service
 from core.uploads import service as uploads_service
 from gateway import files, health
 from gateway.account.router import router as account_router
+from gateway.bodies import BodyLimits, RequestBodyMiddleware
 from gateway.dashboard.router import install_dashboard
 from gateway.dependencies import single_query_values
 from gateway.docs import install_docs
@@ -29,7 +30,7 @@ from gateway.jobs.router import install_job_reads
 from gateway.jobs.router import router as jobs_router
 from gateway.limits import RateLimitMiddleware
 from gateway.metrics import MetricsMiddleware
-from gateway.middleware import AuthMiddleware, BodyLimitMiddleware
+from gateway.middleware import AuthMiddleware
 from gateway.nul import NulCharacterMiddleware
 from gateway.openapi import install_openapi, operation_id
 from gateway.runtime import Gateway
@@ -131,11 +132,15 @@ def create_app(gateway: Gateway) -> FastAPI:
     install_error_handlers(app)
     install_openapi(app)
     install_docs(app, "/v1/openapi.json")
+    # Outermost last: metrics, CORS, the key, the rate limit, then the body (bounded; never read
+    # for a request already refused), then the NUL check of what was read.
     app.add_middleware(NulCharacterMiddleware)
+    app.add_middleware(
+        RequestBodyMiddleware, limits=BodyLimits.from_settings(gateway.services.settings)
+    )
     app.add_middleware(RateLimitMiddleware, limiter=gateway.limiter)
     callers = CallerCache(gateway.services.events)
     app.add_middleware(AuthMiddleware, db=gateway.services.db, callers=callers)
-    app.add_middleware(BodyLimitMiddleware, max_bytes=gateway.services.settings.max_body_bytes)
     origins = gateway.services.settings.cors_origin_list
     if origins:
         # Outside authentication: a browser's preflight carries no key and is answered here.

@@ -21,6 +21,7 @@ from starlette.requests import ClientDisconnect
 
 from core.errors import NotFound
 from core.images import ACCEPTED_FORMATS
+from core.storage import StorageError
 from core.storage.local import FILES_ROUTE, LocalStorage
 from core.uploads import service as uploads
 from gateway.dependencies import runtime_of
@@ -70,7 +71,10 @@ def get_file(
     storage = _local_storage(request)
     if not storage.verify("GET", key, expires, signature):
         raise ApiError(403, "FORBIDDEN", "Signature invalid or expired")
-    path = storage.path_of(key)
+    try:
+        path = storage.path_of(key)
+    except StorageError:
+        raise NotFound("File") from None  # a key outside the store names no file in it
     if not path.is_file():
         raise NotFound("File")
     media_type, headers = file_headers(key)

@@ -1,4 +1,5 @@
-"""Pure ASGI middleware: body-size limit and API-key authentication, before any routing."""
+"""Pure ASGI middleware: API-key authentication, before any routing (and before any body is
+read: gateway/bodies.py runs after it)."""
 
 from __future__ import annotations
 
@@ -40,61 +41,6 @@ async def _send_error(send: Send, error: ApiError) -> None:
 
 async def _empty_receive() -> Message:
     return {"type": "http.request", "body": b"", "more_body": False}
-
-
-class BodyLimitMiddleware:
-    """JSON bodies over the limit answer 413 without being read whole into memory."""
-
-    def __init__(self, app: ASGIApp, max_bytes: int) -> None:
-        self.app = app
-        self.max_bytes = max_bytes
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or not scope["path"].startswith(API_PREFIX):
-            await self.app(scope, receive, send)
-            return
-        declared = None
-        chunked = False
-        for name, value in scope["headers"]:
-            if name == b"content-length":
-                declared = value
-            elif name == b"transfer-encoding":
-                chunked = True
-        if not chunked and (declared is None or declared == b"0"):
-            # No body (an HTTP/1.1 body is declared by one of the two): nothing to count.
-            await self.app(scope, receive, send)
-            return
-        too_large = ApiError(
-            413, "PAYLOAD_TOO_LARGE", f"Request body larger than {self.max_bytes} bytes"
-        )
-        if declared is not None and declared.isdigit() and int(declared) > self.max_bytes:
-            await _send_error(send, too_large)
-            return
-        chunks: list[bytes] = []
-        size = 0
-        more = True
-        while more:
-            message = await receive()
-            if message["type"] == "http.disconnect":
-                return
-            chunk = message.get("body", b"")
-            size += len(chunk)
-            if size > self.max_bytes:
-                await _send_error(send, too_large)
-                return
-            chunks.append(chunk)
-            more = message.get("more_body", False)
-        body = b"".join(chunks)
-        replayed = False
-
-        async def replay() -> Message:
-            nonlocal replayed
-            if not replayed:
-                replayed = True
-                return {"type": "http.request", "body": body, "more_body": False}
-            return await receive()
-
-        await self.app(scope, replay, send)
 
 
 def presented_key(headers: list[tuple[bytes, bytes]]) -> str | None:

@@ -8,8 +8,9 @@ import json
 from typing import Any
 from urllib.parse import parse_qsl
 
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from starlette.types import ASGIApp, Receive, Scope, Send
 
+from gateway.bodies import BODY_KEY
 from gateway.errors import ApiError, error_response, field_path
 
 REASON = "must not contain the NUL character (\\u0000)"
@@ -48,7 +49,8 @@ def nul_fields(body: bytes, query_string: bytes) -> dict[str, str]:
 
 
 class NulCharacterMiddleware:
-    """After authentication and rate limiting, before routing: a 400 naming each field."""
+    """After authentication, rate limiting and the body's bounded read (gateway/bodies.py, which
+    keeps the body it read in the scope), before routing: a 400 naming each field."""
 
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
@@ -60,27 +62,10 @@ class NulCharacterMiddleware:
         if scope["method"] in BODILESS and b"%00" not in scope.get("query_string", b""):
             await self.app(scope, receive, send)  # the hot reads pass untouched
             return
-        chunks: list[bytes] = []
-        more = True
-        while more:
-            message = await receive()
-            if message["type"] == "http.disconnect":
-                return
-            chunks.append(message.get("body", b""))
-            more = message.get("more_body", False)
-        body = b"".join(chunks)
+        body = scope.get(BODY_KEY, b"")
         found = nul_fields(body, scope.get("query_string", b""))
         if found:
             refusal = ApiError(400, "VALIDATION_ERROR", "Invalid request", details=found)
             await error_response(refusal)(scope, receive, send)
             return
-        replayed = False
-
-        async def replay() -> Message:
-            nonlocal replayed
-            if not replayed:
-                replayed = True
-                return {"type": "http.request", "body": body, "more_body": False}
-            return await receive()
-
-        await self.app(scope, replay, send)
+        await self.app(scope, receive, send)

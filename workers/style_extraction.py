@@ -76,7 +76,9 @@ class StyleExtractor:
         self.text_only_reason: str | None = None
         executable = find_chromium(settings.chromium)
         if executable is not None:
-            self.browser = shared_browser(executable, settings.style_render_memory_mb)
+            self.browser = shared_browser(
+                executable, settings.style_render_memory_mb, settings.chromium_sandbox
+            )
         elif settings.chromium.strip().lower() == "off":
             self.text_only_reason = "rendering is turned off (SFUMATO_CHROMIUM=off)"
         else:

@@ -37,21 +37,39 @@ class LocalStorage(Storage):
     @contextmanager
     def writer(self, key: str) -> Iterator[BinaryIO]:
         """A file to write the object into; it appears under `key` only if the block ends
-        without an exception (temp file + rename: readers never see half a file)."""
+        without an exception (temp file + rename: readers never see half a file), and only once
+        it is on disk: the bytes are synced before the rename and the folder's entry after it,
+        so the commit that names the file (a job's completion) cannot reach the disk before the
+        file does, whatever a power loss cuts (docs/operations.md "Power loss")."""
         path = self.path_of(key)
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
+            made = self._folders_for(path.parent)
             handle, temp_name = tempfile.mkstemp(dir=path.parent, prefix=".part-")
         except OSError as error:
             raise StorageError(f"cannot store {key}: {error}") from error
         try:
             with os.fdopen(handle, "wb") as temp_file:
                 yield temp_file
+                temp_file.flush()
+                os.fsync(temp_file.fileno())
             os.replace(temp_name, path)
+            for folder in (path.parent, *made):
+                _sync_folder(folder)
         except OSError as error:
             raise StorageError(f"cannot store {key}: {error}") from error
         finally:
             Path(temp_name).unlink(missing_ok=True)
+
+    def _folders_for(self, folder: Path) -> list[Path]:
+        """Make `folder` and the folders above it that are missing; the folders whose entries
+        changed (each made one's parent), to be synced with the file."""
+        missing = []
+        while not folder.exists():
+            missing.append(folder)
+            folder = folder.parent
+        for made in reversed(missing):
+            made.mkdir(exist_ok=True)
+        return [made.parent for made in missing]
 
     def put_bytes(self, key: str, data: bytes, content_type: str) -> None:
         with self.writer(key) as handle:
@@ -128,3 +146,12 @@ class LocalStorage(Storage):
         else:
             expected = self.signature("GET", key, int(expires))
         return key if hmac.compare_digest(expected.encode(), signature.encode()) else None
+
+
+def _sync_folder(folder: Path) -> None:
+    """A folder's entries to disk (a rename or a new name in it survives a power loss)."""
+    descriptor = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(descriptor)
+    finally:
+        os.close(descriptor)

@@ -25,6 +25,7 @@ from gateway.dashboard.web import (
     clear_session_cookie,
     client_address,
     cookie_secure,
+    read_form,
     render,
     runtime_of,
     safe_next,
@@ -71,7 +72,7 @@ def sign_in_page(
 
 @router.post("/sign-in")
 async def sign_in(request: Request) -> Response:
-    form = await request.form()
+    form = await read_form(request)
     email = str(form.get("email") or "").strip().lower()[:320]
     password = str(form.get("password") or "")
     next_path = safe_next(str(form.get("next") or ""))

@@ -18,6 +18,8 @@ from fastapi.responses import HTMLResponse, RedirectResponse
 from fastapi.routing import APIRoute
 from fastapi.templating import Jinja2Templates
 from starlette.datastructures import FormData
+from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.requests import ClientDisconnect
 
 from core.db import DATABASE_UNAVAILABLE
 from core.errors import DomainError
@@ -163,6 +165,21 @@ async def _signed_in(request: Request) -> SignedIn:
     return user
 
 
+# What a form may hold (its body is bounded too: gateway/bodies.py): one file, on the upload
+# form only, and a few dozen fields of a few KiB.
+FORM_FIELDS = 64
+FORM_FIELD_BYTES = 16 * 1024
+FILE_FORMS = (f"{PREFIX}/uploads",)
+
+
+async def read_form(request: Request) -> FormData:
+    """The posted form, within the bounds above (a 400 beyond them)."""
+    files = 1 if request.url.path in FILE_FORMS else 0
+    return await request.form(
+        max_files=files, max_fields=FORM_FIELDS, max_part_size=FORM_FIELD_BYTES
+    )
+
+
 async def _page(request: Request, user: Annotated[SignedIn, Depends(_signed_in)]) -> Page:
     return Page(request, user, runtime_of(request))
 
@@ -174,7 +191,7 @@ async def _posted(request: Request, user: Annotated[SignedIn, Depends(_signed_in
     presented = request.headers.get(CSRF_HEADER)
     content_type = request.headers.get("content-type", "")
     if content_type.startswith(("application/x-www-form-urlencoded", "multipart/form-data")):
-        form = await request.form()
+        form = await read_form(request)
         value = form.get(CSRF_FIELD)
         presented = value if isinstance(value, str) else presented
     if not sessions.csrf_matches(user, presented):
@@ -247,6 +264,11 @@ class DashboardRoute(APIRoute):
                 )
             except DomainError as error:
                 return error_page(request, error.status, "That did not work", error.message)
+            except StarletteHTTPException as error:  # a form past its bounds
+                return error_page(request, error.status_code, "That did not work", error.detail)
+            except ClientDisconnect:
+                log.debug("dashboard: %s: the client went away", request.url.path)
+                return Response(status_code=400)
             except DATABASE_UNAVAILABLE:
                 log.warning("dashboard: database unavailable")
                 return error_page(

@@ -10,13 +10,21 @@ caller's fetcher), and Chromium is started with a proxy that cannot be resolved 
 resolver that resolves nothing, so whatever escapes interception (WebSocket, preconnect, WebRTC)
 fails instead of reaching an address the fetcher would have refused. JavaScript's heap is capped
 per page (`--js-flags=--max-old-space-size`): a page past it crashes alone, the browser lives on.
+
+The browser runs pages nobody vetted, so it gets as little as it can work with: an environment of
+its own (a search path, a locale, an empty home: none of the worker's `SFUMATO_*` settings,
+storage credentials or passwords, `browser_environment`), and Chromium's sandbox wherever the
+platform allows one (`sandbox`: "auto" tries it and falls back, saying so, where it cannot run:
+as root, or without user namespaces; "required" refuses to run without it; "off" never uses it).
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import shutil
+import tempfile
 import threading
 from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -38,7 +46,6 @@ CHROMIUM_NAMES = ("chromium", "chromium-browser")
 # The arguments the project runs Chromium with (docs/operations.md), then the network lock-down.
 CHROMIUM_ARGS = (
     "--headless",
-    "--no-sandbox",
     "--disable-gpu",
     "--disable-background-networking",
     "--disable-dev-shm-usage",
@@ -52,6 +59,26 @@ CHROMIUM_ARGS = (
 )
 # Seconds a start or a stop of the browser may take.
 START_SECONDS = 30.0
+SANDBOX_CHOICES = ("auto", "required", "off")
+NO_SANDBOX = "--no-sandbox"
+
+
+def browser_environment(home: str) -> dict[str, str | float | bool]:
+    """All the browser's processes see of the environment: no setting of the service's, no
+    credential, no password (a page that broke out of Chromium finds none)."""
+    return {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LANG": "C.UTF-8", "HOME": home}
+
+
+def sandbox_attempts(sandbox: str, is_root: bool) -> list[list[str]]:
+    """The launches to try, in order, as extra arguments: sandboxed first where Chromium can be
+    (never as root: it refuses), then without, unless the sandbox is required."""
+    if sandbox not in SANDBOX_CHOICES:
+        raise ValueError(f"unknown sandbox setting {sandbox!r} (one of {SANDBOX_CHOICES})")
+    if sandbox == "off":
+        return [[NO_SANDBOX]]
+    if sandbox == "required":
+        return [] if is_root else [[]]
+    return [[NO_SANDBOX]] if is_root else [[], [NO_SANDBOX]]
 
 
 class BrowserUnavailable(Exception):
@@ -88,9 +115,15 @@ class RenderBudget:
 class Browser:
     """One Chromium for this process, started on first use and restarted when it died."""
 
-    def __init__(self, executable: str, heap_mb: int = 512, fetch_threads: int = 8) -> None:
+    def __init__(
+        self, executable: str, heap_mb: int = 512, fetch_threads: int = 8, sandbox: str = "auto"
+    ) -> None:
         self.executable = executable
         self.heap_mb = heap_mb
+        self.sandbox = sandbox
+        self.sandboxed: bool | None = None
+        # The browser's home: made at its launch, removed when it is closed.
+        self._home: str | None = None
         # Blocking fetches of the pages' requests run here, off the browser's loop.
         self.fetch_pool = ThreadPoolExecutor(fetch_threads, thread_name_prefix="browser-fetch")
         self._lock = threading.Lock()
@@ -132,27 +165,50 @@ class Browser:
 
             if self._playwright is None:
                 self._playwright = await async_playwright().start()
-            args = [*CHROMIUM_ARGS, f"--js-flags=--max-old-space-size={self.heap_mb}"]
-            try:
-                browser = await self._playwright.chromium.launch(
-                    executable_path=self.executable,
-                    args=args,
-                    timeout=START_SECONDS * 1000,
-                    handle_sigint=False,
-                    handle_sigterm=False,
-                    handle_sighup=False,
-                )
-            except Error as error:
-                message = str(error).strip().splitlines()[0] if str(error).strip() else "error"
-                raise BrowserUnavailable(
-                    f"Chromium ({self.executable}) did not start: {message}"
-                ) from None
+            browser = await self._launch(Error)
             if self.launches:
                 log.warning("the browser had stopped; started a new one")
             self.launches += 1
             browser.on("disconnected", self._on_disconnected)
             self._browser = browser
             return browser
+
+    async def _launch(self, error_type: type[Exception]) -> PlaywrightBrowser:
+        assert self._playwright is not None
+        args = [*CHROMIUM_ARGS, f"--js-flags=--max-old-space-size={self.heap_mb}"]
+        attempts = sandbox_attempts(self.sandbox, os.geteuid() == 0)
+        if not attempts:
+            raise BrowserUnavailable(
+                "Chromium's sandbox is required (SFUMATO_CHROMIUM_SANDBOX=required), and it "
+                "cannot run as root"
+            )
+        if self._home is None:
+            self._home = tempfile.mkdtemp(prefix="sfumato-browser-home-")
+        failure = "error"
+        for extra in attempts:
+            try:
+                browser = await self._playwright.chromium.launch(
+                    executable_path=self.executable,
+                    args=[*args, *extra],
+                    env=browser_environment(self._home),
+                    timeout=START_SECONDS * 1000,
+                    handle_sigint=False,
+                    handle_sigterm=False,
+                    handle_sighup=False,
+                )
+            except error_type as error:
+                failure = str(error).strip().splitlines()[0] if str(error).strip() else "error"
+                continue
+            sandboxed = NO_SANDBOX not in extra
+            if self.sandboxed is None and not sandboxed:
+                log.warning(
+                    "Chromium renders pages without its sandbox here (%s); run the worker as "
+                    "a user other than root, with user namespaces, to have it",
+                    "as root" if os.geteuid() == 0 else failure,
+                )
+            self.sandboxed = sandboxed
+            return browser
+        raise BrowserUnavailable(f"Chromium ({self.executable}) did not start: {failure}")
 
     def _on_disconnected(self, _browser: object) -> None:
         if not self._closing:
@@ -189,6 +245,9 @@ class Browser:
         with self._lock:
             loop, thread = self._loop, self._thread
             self._loop = self._thread = None
+        if self._home is not None:
+            shutil.rmtree(self._home, ignore_errors=True)
+            self._home = None
         if loop is None:
             return
         self._closing = True
@@ -214,15 +273,15 @@ class Browser:
         loop.close()
 
 
-_shared: dict[tuple[str, int], Browser] = {}
+_shared: dict[tuple[str, int, str], Browser] = {}
 _shared_lock = threading.Lock()
 
 
-def shared_browser(executable: str, heap_mb: int) -> Browser:
+def shared_browser(executable: str, heap_mb: int, sandbox: str = "auto") -> Browser:
     """The process's browser for this configuration: every worker of a process (embedded mode
     runs one per queue, tests several services) renders in one Chromium."""
     with _shared_lock:
-        key = (executable, heap_mb)
+        key = (executable, heap_mb, sandbox)
         if key not in _shared:
-            _shared[key] = Browser(executable, heap_mb)
+            _shared[key] = Browser(executable, heap_mb, sandbox=sandbox)
         return _shared[key]

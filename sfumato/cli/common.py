@@ -17,11 +17,15 @@ if TYPE_CHECKING:
 
 
 def services_from_environment() -> Services:
-    """The services the environment's settings describe, not yet prepared."""
+    """The services the environment's settings describe, not yet prepared; a signing secret
+    that must not be used stops the command with its reason."""
     from core.services import Services
-    from core.settings import Settings
+    from core.settings import InsecureSecret, Settings
 
-    return Services.from_settings(Settings())
+    try:
+        return Services.from_settings(Settings())
+    except InsecureSecret as refused:
+        fail(str(refused))
 
 
 def open_services() -> Services:

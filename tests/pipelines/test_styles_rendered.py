@@ -5,9 +5,11 @@ names (issue 20), on the fixture sites of tests/fixtures/sites served on loopbac
 from __future__ import annotations
 
 import io
+import os
 import socket
 import threading
 import time
+from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
@@ -24,6 +26,7 @@ from pipelines.styles import (
     RenderFailed,
     extract_style,
 )
+from pipelines.styles.browser import sandbox_attempts
 from pipelines.styles.palette import role_hint
 from tests.support.control import RecordingControl
 from tests.support.styles import colours_by_role, fonts_by_role, image_type, is_png
@@ -227,3 +230,68 @@ def test_a_browser_that_cannot_start_falls_back_to_text(base_url: str, fetcher: 
         broken.close()
     assert extraction.engine == "text"
     assert extraction.notes[0].startswith("read from the page's HTML and CSS only: Chromium")
+
+
+# What the browser's processes may see (issue 31 M9)
+
+
+def _descendants(root: int) -> list[int]:
+    parents = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                parents[int(entry.name)] = int(
+                    (entry / "stat").read_text().split(") ")[1].split()[1]
+                )
+            except (OSError, IndexError, ValueError):
+                continue
+    found, frontier = [], [root]
+    while frontier:
+        parent = frontier.pop()
+        children = [pid for pid, ppid in parents.items() if ppid == parent]
+        found += children
+        frontier += children
+    return found
+
+
+def test_the_browser_sees_none_of_the_workers_settings_or_credentials(
+    base_url: str, fetcher: Fetcher, chromium: Browser, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A browser of its own, started after the worker's environment holds secrets."""
+    monkeypatch.setenv("SFUMATO_DATABASE_URL", "postgresql://app:hunter2@db/sfumato")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "aws-secret-marker")
+    own = Browser(chromium.executable)
+    try:
+        extraction = extract_style(f"{base_url}/inline/", fetcher, image_type, own)
+        assert extraction.engine == "rendered"
+        environments = {}
+        for pid in _descendants(os.getpid()):
+            try:
+                command = (Path(f"/proc/{pid}/cmdline").read_bytes()).split(b"\0")[0]
+                environment = Path(f"/proc/{pid}/environ").read_bytes()
+            except OSError:
+                continue
+            if command.endswith((b"chromium", b"chrome")) or b"/chromium/" in command:
+                environments[pid] = environment
+    finally:
+        own.close()
+    assert environments, "no browser process found"
+    for environment in environments.values():
+        assert b"hunter2" not in environment and b"aws-secret-marker" not in environment
+        assert not any(name.startswith(b"SFUMATO_") for name in environment.split(b"\0"))
+
+
+@pytest.mark.parametrize(
+    ("setting", "root", "attempts"),
+    [
+        ("auto", False, [[], ["--no-sandbox"]]),  # sandboxed first, said when it cannot be
+        ("auto", True, [["--no-sandbox"]]),  # Chromium refuses to sandbox root
+        ("required", False, [[]]),
+        ("required", True, []),  # no rendering at all
+        ("off", False, [["--no-sandbox"]]),
+    ],
+)
+def test_the_sandbox_is_tried_wherever_it_can_run(
+    setting: str, root: bool, attempts: list[list[str]]
+) -> None:
+    assert sandbox_attempts(setting, root) == attempts
