@@ -9,7 +9,7 @@ PORT ?= 8000
 TEST_WORKERS ?= auto
 PYTEST := $(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadgroup
 
-.PHONY: run test test-fast fuzz lint format bench install dev clean system-deps gallery
+.PHONY: run test test-fast fuzz lint format bench install dev clean system-deps gallery client-sync
 
 $(BIN)/python:
 	$(PYTHON) -c 'import sys; assert sys.version_info[:2] == (3, 11), "Python 3.11 is required"'
@@ -78,6 +78,11 @@ fuzz: dev
 
 bench: dev
 	$(BIN)/python -m benchmarks
+
+# Writes the Python client's sync code (clients/python/src/sfumato_client/_sync) from its async
+# code (_async), after a change there; tests/client/test_generated_sync.py fails until it is run.
+client-sync: dev
+	$(BIN)/python clients/python/generate_sync.py
 
 # Regenerates docs/gallery/ and docs/gallery.md from the builtin image and video pipelines.
 gallery: dev

@@ -7,7 +7,12 @@ with Client() as client:  # SFUMATO_API_URL, SFUMATO_API_KEY
     job.download("out/")
 """
 
-from sfumato_client._client import AsyncClient, Client
+# The code that does I/O is written once, in `_async`; `_sync` is generated from it by
+# clients/python/generate_sync.py (`make client-sync`).
+from sfumato_client._async.client import AsyncClient
+from sfumato_client._async.jobs import AsyncJob
+from sfumato_client._sync.client import Client
+from sfumato_client._sync.jobs import Job
 from sfumato_client.errors import (
     APIConnectionError,
     APIError,
@@ -38,7 +43,6 @@ from sfumato_client.models import (
     StyleSummary,
     Upload,
 )
-from sfumato_client.resources.jobs import AsyncJob, Job
 
 __all__ = [
     "APIConnectionError",

@@ -1,4 +1,4 @@
-"""Local files: which inputs name one, what type an image's bytes are, where downloads go."""
+"""Local files: which inputs name one, what an upload sends, where downloads go."""
 
 from __future__ import annotations
 
@@ -7,9 +7,10 @@ import os
 from pathlib import Path
 from urllib.parse import urlparse
 
-from sfumato_client.models import JobData
+from sfumato_client.models import JobData, PresignRequest
 
 FileInput = str | os.PathLike[str]
+UploadSource = FileInput | bytes
 
 
 def local_file(value: FileInput) -> Path | None:
@@ -22,6 +23,22 @@ def local_file(value: FileInput) -> Path | None:
         return None
     path = Path(value).expanduser()
     return path if path.is_file() else None
+
+
+def upload_payload(
+    source: UploadSource, filename: str | None, content_type: str | None
+) -> tuple[bytes, PresignRequest]:
+    """The bytes of an upload (a path or the bytes themselves) and the presign request that
+    announces them: the file's name unless `filename` is given, the type read from the bytes
+    unless `content_type` is."""
+    if isinstance(source, bytes):
+        data, name = source, filename or "upload"
+    else:
+        path = Path(source).expanduser()
+        data, name = path.read_bytes(), filename or path.name
+    return data, PresignRequest(
+        filename=name, content_type=content_type or image_content_type(data, name)
+    )
 
 
 def image_content_type(data: bytes, filename: str) -> str:

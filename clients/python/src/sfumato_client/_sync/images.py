@@ -1,3 +1,5 @@
+# Generated from sfumato_client/_async/images.py by clients/python/generate_sync.py
+# (`make client-sync`): change that file, not this one.
 """Images: generate, edit, resize (reframe), upscale, read."""
 
 from __future__ import annotations
@@ -5,12 +7,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from sfumato_client._files import FileInput
+from sfumato_client._sync.creates import Creates
+from sfumato_client._sync.jobs import Job
 from sfumato_client.models import EditRequest, GenerateRequest, ResizeRequest, UpscaleRequest
-from sfumato_client.resources._create import AsyncCreates, SyncCreates
-from sfumato_client.resources.jobs import AsyncJob, Job
 
 
-class Images(SyncCreates):
+class Images(Creates):
     def generate(
         self,
         prompt: str,
@@ -58,63 +60,9 @@ class Images(SyncCreates):
         return self._create("/images/resize", body)
 
     def upscale(self, image_id: str, resolution: str) -> Job:
-        return self._create(
-            "/images/upscale", UpscaleRequest(image_id=image_id, resolution=resolution)
-        )
+        body = UpscaleRequest(image_id=image_id, resolution=resolution)
+        return self._create("/images/upscale", body)
 
     def get(self, job_id: str, *, wait: bool = False) -> Job:
         """An image job (`GET /images/{id}`); `wait=True` long-polls."""
         return self._read(f"/images/{job_id}", wait)
-
-
-class AsyncImages(AsyncCreates):
-    async def generate(
-        self,
-        prompt: str,
-        *,
-        aspect_ratio: str | None = None,
-        quality: str | None = None,
-        resolution: str | None = None,
-        style_id: str | None = None,
-        references: Sequence[FileInput] | None = None,
-        variations: int | None = None,
-    ) -> AsyncJob:
-        body = GenerateRequest(
-            prompt=prompt,
-            aspect_ratio=aspect_ratio,
-            quality=quality,
-            resolution=resolution,
-            style_id=style_id,
-            references=await self._uploads.resolve_all(references),
-            variations=variations,
-        )
-        return await self._create("/images/generate", body)
-
-    async def edit(
-        self,
-        image_id: str,
-        prompt: str,
-        *,
-        references: Sequence[FileInput] | None = None,
-        style_id: str | None = None,
-    ) -> AsyncJob:
-        body = EditRequest(
-            image_id=image_id,
-            prompt=prompt,
-            style_id=style_id,
-            references=await self._uploads.resolve_all(references),
-        )
-        return await self._create("/images/edit", body)
-
-    async def resize(
-        self, image_id: str, aspect_ratio: str, resolution: str | None = None
-    ) -> AsyncJob:
-        body = ResizeRequest(image_id=image_id, aspect_ratio=aspect_ratio, resolution=resolution)
-        return await self._create("/images/resize", body)
-
-    async def upscale(self, image_id: str, resolution: str) -> AsyncJob:
-        body = UpscaleRequest(image_id=image_id, resolution=resolution)
-        return await self._create("/images/upscale", body)
-
-    async def get(self, job_id: str, *, wait: bool = False) -> AsyncJob:
-        return await self._read(f"/images/{job_id}", wait)

@@ -2,16 +2,8 @@
 
 from __future__ import annotations
 
-from sfumato_client._transport import AsyncTransport, SyncTransport
+from sfumato_client._async.transport import AsyncTransport
 from sfumato_client.models import Account as AccountModel
-
-
-class Account:
-    def __init__(self, transport: SyncTransport) -> None:
-        self._transport = transport
-
-    def get(self) -> AccountModel:
-        return AccountModel.model_validate(self._transport.request("GET", "/account")["data"])
 
 
 class AsyncAccount:

@@ -1,14 +1,16 @@
+# Generated from sfumato_client/_async/videos.py by clients/python/generate_sync.py
+# (`make client-sync`): change that file, not this one.
 """Videos: animate one image, or a transition between two frames; read."""
 
 from __future__ import annotations
 
 from sfumato_client._files import FileInput
+from sfumato_client._sync.creates import Creates
+from sfumato_client._sync.jobs import Job
 from sfumato_client.models import FramesRequest, ImageToVideoRequest
-from sfumato_client.resources._create import AsyncCreates, SyncCreates
-from sfumato_client.resources.jobs import AsyncJob, Job
 
 
-class Videos(SyncCreates):
+class Videos(Creates):
     def image_to_video(
         self,
         image: FileInput,
@@ -57,52 +59,3 @@ class Videos(SyncCreates):
 
     def get(self, job_id: str, *, wait: bool = False) -> Job:
         return self._read(f"/videos/{job_id}", wait)
-
-
-class AsyncVideos(AsyncCreates):
-    async def image_to_video(
-        self,
-        image: FileInput,
-        prompt: str,
-        *,
-        duration: float | None = None,
-        resolution: str | None = None,
-        audio: bool | None = None,
-        negative_prompt: str | None = None,
-    ) -> AsyncJob:
-        body = ImageToVideoRequest(
-            image=await self._uploads.resolve(image),
-            prompt=prompt,
-            duration=duration,
-            resolution=resolution,
-            audio=audio,
-            negative_prompt=negative_prompt,
-        )
-        return await self._create("/videos/image-to-video", body)
-
-    async def frames(
-        self,
-        start_image: FileInput,
-        end_image: FileInput,
-        prompt: str,
-        *,
-        duration: float | None = None,
-        aspect_ratio: str | None = None,
-        resolution: str | None = None,
-        audio: bool | None = None,
-        negative_prompt: str | None = None,
-    ) -> AsyncJob:
-        body = FramesRequest(
-            start_image=await self._uploads.resolve(start_image),
-            end_image=await self._uploads.resolve(end_image),
-            prompt=prompt,
-            duration=duration,
-            aspect_ratio=aspect_ratio,
-            resolution=resolution,
-            audio=audio,
-            negative_prompt=negative_prompt,
-        )
-        return await self._create("/videos/frames", body)
-
-    async def get(self, job_id: str, *, wait: bool = False) -> AsyncJob:
-        return await self._read(f"/videos/{job_id}", wait)

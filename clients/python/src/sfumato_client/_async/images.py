@@ -1,0 +1,68 @@
+"""Images: generate, edit, resize (reframe), upscale, read."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from sfumato_client._async.creates import AsyncCreates
+from sfumato_client._async.jobs import AsyncJob
+from sfumato_client._files import FileInput
+from sfumato_client.models import EditRequest, GenerateRequest, ResizeRequest, UpscaleRequest
+
+
+class AsyncImages(AsyncCreates):
+    async def generate(
+        self,
+        prompt: str,
+        *,
+        aspect_ratio: str | None = None,
+        quality: str | None = None,
+        resolution: str | None = None,
+        style_id: str | None = None,
+        references: Sequence[FileInput] | None = None,
+        variations: int | None = None,
+    ) -> AsyncJob:
+        """Starts a generation; local files among `references` are uploaded first. Unset
+        options take the server's defaults (1:1, medium, 1K, one variation)."""
+        body = GenerateRequest(
+            prompt=prompt,
+            aspect_ratio=aspect_ratio,
+            quality=quality,
+            resolution=resolution,
+            style_id=style_id,
+            references=await self._uploads.resolve_all(references),
+            variations=variations,
+        )
+        return await self._create("/images/generate", body)
+
+    async def edit(
+        self,
+        image_id: str,
+        prompt: str,
+        *,
+        references: Sequence[FileInput] | None = None,
+        style_id: str | None = None,
+    ) -> AsyncJob:
+        """Edits a prior image (a job id or one of its image ids): a new job."""
+        body = EditRequest(
+            image_id=image_id,
+            prompt=prompt,
+            style_id=style_id,
+            references=await self._uploads.resolve_all(references),
+        )
+        return await self._create("/images/edit", body)
+
+    async def resize(
+        self, image_id: str, aspect_ratio: str, resolution: str | None = None
+    ) -> AsyncJob:
+        """Reframes a prior image to another aspect ratio (reported as `image.edit`)."""
+        body = ResizeRequest(image_id=image_id, aspect_ratio=aspect_ratio, resolution=resolution)
+        return await self._create("/images/resize", body)
+
+    async def upscale(self, image_id: str, resolution: str) -> AsyncJob:
+        body = UpscaleRequest(image_id=image_id, resolution=resolution)
+        return await self._create("/images/upscale", body)
+
+    async def get(self, job_id: str, *, wait: bool = False) -> AsyncJob:
+        """An image job (`GET /images/{id}`); `wait=True` long-polls."""
+        return await self._read(f"/images/{job_id}", wait)

@@ -1,1 +1,0 @@
-"""The API resources, each in its sync and async form."""
