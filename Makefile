@@ -29,9 +29,10 @@ $(VENV)/.installed-dev: pyproject.toml clients/python/pyproject.toml | $(BIN)/py
 
 # Debian packages that the builtin pipelines' native libraries load: Real-ESRGAN's ncnn needs
 # libvulkan1 and libomp5 even on the CPU; the cv2 that opencv-python brings needs libgl1 and
-# libglib2.0-0. Installed when missing and running as root; otherwise named (upscaling then falls
-# back to Lanczos and the worker's start-up log says why). Never fails the build.
-SYSTEM_PACKAGES := libvulkan1 libomp5 libgl1 libglib2.0-0
+# libglib2.0-0; CairoSVG, which draws the painter's glyphs and SVG logos, needs libcairo2.
+# Installed when missing and running as root; otherwise named (upscaling then falls back to
+# Lanczos and the worker's start-up log says why). Never fails the build.
+SYSTEM_PACKAGES := libvulkan1 libomp5 libgl1 libglib2.0-0 libcairo2
 
 system-deps:
 	@if ! command -v dpkg >/dev/null 2>&1; then \

@@ -47,6 +47,10 @@ def parse_colour(token: tinycss2.ast.Node) -> Rgb | None:
     return Rgb(_channel(red), _channel(green), _channel(blue))
 
 
+# What a page shows where it paints no background of its own: the browser's canvas.
+CANVAS = Rgb(255, 255, 255)
+
+
 def colours_in(value: str) -> list[Rgb]:
     found = []
     for token in tinycss2.parse_component_value_list(value, skip_comments=True):

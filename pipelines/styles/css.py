@@ -148,6 +148,18 @@ def computed(node: LexborNode, rules: list[Rule], variables: dict[str, str]) -> 
     return values
 
 
+def declared(node: LexborNode, rules: list[Rule], name: str, variables: dict[str, str]) -> str:
+    """The value the cascade gives one (not inherited) property of a node: its matching rules
+    in specificity-then-source order, then its own `style=` attribute; "" when none sets it."""
+    matched = [rule for rule in rules if selector_matches(rule.selector, node)]
+    matched.sort(key=lambda rule: (_specificity(rule.selector), rule.order))
+    value = ""
+    for decls in [*(rule.declarations for rule in matched), declarations_of_attribute(node)]:
+        if name in decls:
+            value = resolve_vars(decls[name], variables)
+    return value
+
+
 def declarations_of_attribute(node: LexborNode) -> dict[str, str]:
     style = node.attributes.get("style") or ""
     return declarations(tinycss2.parse_component_value_list(style)) if style else {}

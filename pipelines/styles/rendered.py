@@ -26,7 +26,7 @@ from PIL import Image
 from selectolax.lexbor import LexborHTMLParser
 
 from pipelines.styles.browser import Browser, RenderBudget
-from pipelines.styles.colours import Gradient, Rgb, gradients_in
+from pipelines.styles.colours import CANVAS, Gradient, Rgb, gradients_in
 from pipelines.styles.document import meta_content
 from pipelines.styles.images import MAX_IMAGE_BYTES, BrandImage, ImageCheck, accepted, is_svg
 from pipelines.styles.palette import (
@@ -283,7 +283,11 @@ async def _read(
         hint = role_hint(name)
         palette.add(Rgb(red, green, blue), 1.0 if hint else 0.2, "variable", hint)
     gradients = _gradients(desktop["gradients"], palette)
-    candidates = list(palette.uses)
+    # The canvas is seen too (not a colour of the palette unless the page names it): a page that
+    # paints no background of its own shows the browser's white, however dark a header or footer
+    # it declares.
+    declared = list(palette.uses)
+    candidates = declared if CANVAS in declared else [*declared, CANVAS]
     seen = {
         colour: 2 * first + whole + PHONE_FACTOR * small
         for colour, first, whole, small in zip(
@@ -294,9 +298,9 @@ async def _read(
             strict=True,
         )
     }
-    for colour, share in seen.items():
-        if share > 0:
-            palette.add(colour, VISIBLE_WEIGHT * share, "visible")
+    for colour in declared:
+        if seen[colour] > 0:
+            palette.add(colour, VISIBLE_WEIGHT * seen[colour], "visible")
     return PageReading(
         url=url,
         html=html,
@@ -369,12 +373,12 @@ def visible_shares(png: bytes, candidates: list[Rgb]) -> list[float]:
 
 
 def _page_background(palette: PaletteBuilder, seen: dict[Rgb, float]) -> Rgb | None:
-    """The background colour a visitor sees most of."""
+    """The background colour a visitor sees most of: a declared one, or the canvas's white."""
     backgrounds = [c for c, swatch in palette.uses.items() if swatch.usage["background"] > 0]
-    if not backgrounds:
-        return None
-    best = max(backgrounds, key=lambda colour: seen.get(colour, 0.0))
-    return best if seen.get(best, 0.0) > 0 else palette.heaviest("background")
+    best = max([*backgrounds, CANVAS], key=lambda colour: seen.get(colour, 0.0))
+    if seen.get(best, 0.0) > 0:
+        return best
+    return palette.heaviest("background") if backgrounds else None
 
 
 async def _raster(context: BrowserContext, svg: bytes, width: float, height: float) -> bytes | None:

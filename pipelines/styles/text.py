@@ -10,7 +10,7 @@ from urllib.parse import urljoin
 
 from selectolax.lexbor import LexborHTMLParser, LexborNode
 
-from pipelines.styles.colours import Gradient, colours_in, gradients_in
+from pipelines.styles.colours import CANVAS, Gradient, Rgb, colours_in, gradients_in
 from pipelines.styles.css import (
     INHERITED_FONT_PROPERTIES,
     ROOT_SELECTORS,
@@ -18,6 +18,7 @@ from pipelines.styles.css import (
     computed,
     custom_properties,
     declarations_of_attribute,
+    declared,
     parse_rules,
     resolve_vars,
     selector_matches,
@@ -222,6 +223,20 @@ def find_hero_images(
     return images
 
 
+def _page_background(html: LexborHTMLParser, rules: list[Rule], variables: dict[str, str]) -> Rgb:
+    """The body's background (else the root's), as the cascade declares it; where neither paints
+    one, the canvas's white shows, whatever colour a header or footer declares."""
+    for selector in ("body", "html"):
+        node = html.css_first(selector)
+        if node is None:
+            continue
+        for name in ("background-color", "background"):
+            colours = colours_in(declared(node, rules, name, variables))
+            if colours:
+                return colours[-1]
+    return CANVAS
+
+
 def read_text(url: str, fetcher: Fetcher, check: ImageCheck) -> PageReading:
     """Read the page at `url` and its stylesheets as text. Raises `SiteUnavailable`."""
     site = load_site(url, fetcher)
@@ -248,7 +263,7 @@ def read_text(url: str, fetcher: Fetcher, check: ImageCheck) -> PageReading:
         gradients=gradients,
         fonts_by_role=fonts_by_role,
         loaded_fonts=google_font_families(html) + font_face_families(font_faces),
-        page_background=None,
+        page_background=_page_background(html, rules, variables),
         logo=logo,
         images=find_hero_images(html, site.url, fetcher, check, logo),
     )

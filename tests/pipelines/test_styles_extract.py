@@ -192,3 +192,13 @@ def test_an_unfetchable_site_says_why(
         extract_style(base_url + "/missing/", fetcher, image_type, engine)
     with pytest.raises(SiteUnavailable, match="not an HTML page"):
         extract_style(base_url + "/relocated/style.css", fetcher, image_type, engine)
+
+
+def test_a_light_site_on_the_browsers_own_white_is_called_light(
+    base_url: str, fetcher: Fetcher, engine: Browser | None
+) -> None:
+    """No background on the page itself, only a dark header and footer: the visitor sees the
+    canvas's white, and the aesthetic says light (it said dark, from the header's colour)."""
+    extraction = _extract(base_url, fetcher, "/daylight/", engine)
+    assert extraction.style["aesthetic"].startswith("A light"), extraction.style["aesthetic"]
+    assert "#FF6F61" in [colour["hex"] for colour in extraction.style["colours"]]
