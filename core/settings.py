@@ -46,6 +46,8 @@ class Settings(BaseSettings):
     # A running job's progress is written (and announced to event streams) at most this often,
     # and at least this often while it moves: a row write per job per interval, no more.
     progress_seconds: float = Field(default=0.8, gt=0)
+    # A running job's live preview (`previewUrl`) is renewed at most this often; 0: no previews.
+    preview_seconds: float = Field(default=1.0, ge=0)
     # `GET /v1/jobs/{id}/events` sends a comment this often while nothing else is sent.
     events_heartbeat_seconds: float = Field(default=15.0, gt=0)
     max_attempts: int = Field(default=3, ge=1)

@@ -177,6 +177,8 @@ class JobRow(Base):
     credits_reserved: Mapped[int] = mapped_column(Integer, default=0)
     attempts: Mapped[int] = mapped_column(Integer, default=0)
     progress: Mapped[float] = mapped_column(Float, default=0.0)
+    # The latest live preview of a processing job (`preview_folder`); shown only while it runs.
+    preview_key: Mapped[str | None] = mapped_column(String(512), nullable=True)
     message: Mapped[str | None] = mapped_column(Text, nullable=True)
     # Identifies the current claim, so a worker whose lease lapsed cannot complete the job.
     claim_token: Mapped[str | None] = mapped_column(String(36), nullable=True)

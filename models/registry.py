@@ -15,6 +15,8 @@ can be overridden with `SFUMATO_MODELS_FILE`), with one table per operation:
     batch_limit = 4                 # images per pipeline call
     memory_gb = 9.5                 # what the loaded weights take on the device
     offload = "none"                # "model" or "sequential": accelerate CPU offload on CUDA
+    [operations.generate.tuning]     # compile, channels-last, fused QKV, VAE tiling/slicing
+    compile = "denoiser"            # (models/tuning.py); compiled at warm-up, never in a job
     [operations.generate.options]   # free-form, read by the operation's pipeline
     steps = { low = 20, medium = 30, high = 40 }
     ip_adapter = { folder = "ip-adapter", weight_name = "ip-adapter_sdxl.safetensors" }
@@ -35,6 +37,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from models.settings import ModelSettings
+from models.tuning import Tuning
 
 DTYPES = ("float32", "float16", "bfloat16")
 FAMILIES = ("sd15", "sdxl", "sd3", "flux", "other")
@@ -61,6 +64,7 @@ class ModelSpec(BaseModel):
     batch_limit: int = Field(default=1, ge=1, le=64)
     memory_gb: float = Field(default=0.0, ge=0)
     offload: Literal["none", "model", "sequential"] = "none"
+    tuning: Tuning = Field(default_factory=Tuning)
     options: dict[str, Any] = Field(default_factory=dict)
 
     @property

@@ -16,7 +16,13 @@ from collections.abc import Sequence
 from core.accounts.service import Caller
 from core.broker import TaskPublisher
 from core.jobs import service as jobs_service
-from core.jobs.contract import JobStatus, StoredResult, image_folder, video_folder
+from core.jobs.contract import (
+    JobStatus,
+    StoredResult,
+    image_folder,
+    preview_folder,
+    video_folder,
+)
 from core.jobs.dispatch import Dispatcher
 from core.services import Services
 from core.storage import StorageError
@@ -69,6 +75,23 @@ class JobLifecycle:
         if renewed:
             self.services.events.publish_progress(claim.job.id)
         return renewed
+
+    def show_preview(self, claim: jobs_service.Claim, key: str) -> bool:
+        """The job's latest live preview, stored at `key`, is announced (event streams are told,
+        as for progress); False when the job is no longer this worker's."""
+        shown = jobs_service.show_preview(self.services.db, claim, key)
+        if shown:
+            self.services.events.publish_progress(claim.job.id)
+        return shown
+
+    def clear_previews(self, job: JobRow) -> None:
+        """Delete the job's live previews once it has ended (best effort, as outputs)."""
+        storage = self.services.storage
+        try:
+            for key in storage.keys_under(preview_folder(job.id)):
+                storage.delete(key)
+        except StorageError as error:
+            log.warning("could not delete the previews of job %s: %s", job.id, error)
 
     def holds_claim(self, claim: jobs_service.Claim) -> bool:
         return jobs_service.holds_claim(self.services.db, claim)

@@ -101,6 +101,8 @@ CLAIM = (
             (_FRESH, bindparam("moment", type_=JobRow.started_at.type)), else_=JobRow.started_at
         ),
         lease_expires_at=bindparam("lease_until", type_=JobRow.lease_expires_at.type),
+        # A new attempt starts without the previews of the one before (they were deleted).
+        preview_key=case((_FRESH, None), else_=JobRow.preview_key),
     )
     .returning(*JobRow.__table__.columns)
 )
@@ -134,6 +136,18 @@ def renew_lease(
             lease_expires_at=lease_until,
             progress=case((JobRow.progress < progress, progress), else_=JobRow.progress),
         )
+    )
+    return bool(result.rowcount)  # type: ignore[attr-defined]
+
+
+def set_preview(session: Session, job_id: str, token: str, key: str) -> bool:
+    """The job's latest preview, while it is processing under this claim."""
+    result = session.execute(
+        update(JobRow)
+        .where(
+            JobRow.id == job_id, JobRow.claim_token == token, JobRow.status == JobStatus.PROCESSING
+        )
+        .values(preview_key=key)
     )
     return bool(result.rowcount)  # type: ignore[attr-defined]
 
@@ -464,6 +478,7 @@ JOB_VIEW_COLUMNS = (
     JobRow.error,
     JobRow.progress,
     JobRow.message,
+    JobRow.preview_key,
 )
 # SQLite: one job, read inline.
 JOB_VIEW_BY_ID = select(*JOB_VIEW_COLUMNS).where(

@@ -37,6 +37,7 @@ from core.jobs.contract import (
     JobType,
     Queue,
     VideoResult,
+    preview_folder,
 )
 from core.jobs.requests import RequestModel
 from core.pagination import decode_cursor, page_of
@@ -322,6 +323,12 @@ def renew_lease(db: Database, claim: Claim, lease_seconds: float, progress: floa
         )
 
 
+def show_preview(db: Database, claim: Claim, key: str) -> bool:
+    """Point the job at its latest preview; False when it is no longer this claim's to run."""
+    with db.write() as session:
+        return repository.set_preview(session, claim.job.id, claim.token, key)
+
+
 def holds_claim(db: Database, claim: Claim) -> bool:
     """Whether the job is still processing under this claim (not cancelled, not taken over)."""
     with db.statements() as connection:
@@ -471,3 +478,7 @@ def delete(services: Services, account_id: str, job_id: str) -> None:
         keys = removal.drop_media(session, media)
         repository.mark_deleted(session, job.id, utcnow())
     removal.delete_stored(services.storage, keys)
+    # Its live previews went when it ended; any a worker wrote late go with the job.
+    removal.delete_stored(
+        services.storage, removal.keys_under(services.storage, preview_folder(job.id))
+    )

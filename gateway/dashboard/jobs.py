@@ -23,7 +23,7 @@ from gateway.dashboard.web import (
 )
 from gateway.dependencies import url_signer_for
 from gateway.jobs.events import JobEventStream, is_repeat_of_terminal
-from gateway.jobs.presenter import JobPresenter, progress_of
+from gateway.jobs.presenter import JobPresenter, preview_of, progress_of
 from gateway.jobs.reads import JobReads
 from gateway.responses import JsonResponse
 
@@ -132,8 +132,13 @@ async def job_progress(page: PageDep, job_id: str) -> Response:
     job = await _reads(page).read(page.user.account_id, job_id, ALL_TYPES, wait=False)
     if job is None:
         return JsonResponse({"error": "not found"}, status_code=404)
+    preview = preview_of(job)
     return JsonResponse(
-        {"status": job.status, "progress": progress_of(job)},
+        {
+            "status": job.status,
+            "progress": progress_of(job),
+            "previewUrl": url_signer_for(page.request).url(preview) if preview else None,
+        },
         headers={"Cache-Control": "no-store"},
     )
 

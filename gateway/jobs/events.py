@@ -1,7 +1,8 @@
 """`GET /v1/jobs/{id}/events`: one job as a Server-Sent Events stream.
 
 Each event carries the job exactly as `GET /v1/jobs/{id}` shows it (`data: {"data": job}`) and
-an `id:` naming the state it shows, `<status>/<progress in thousandths>` (`processing/420`): the
+an `id:` naming the state it shows, `<status>/<progress in thousandths>` (`processing/420`, with
+`/<n>` added while it shows its n-th live preview, `processing/420/3`): the
 same state has the same id, so a reconnect with `Last-Event-ID` is sent the job at once only when
 it has changed since. The stream subscribes to the job's events (state and progress, the same bus
 long-polls use, so any replica streams any job), re-reads the job when woken, sends it when its
@@ -16,15 +17,18 @@ import json
 from collections.abc import AsyncIterator
 from typing import Any
 
-from core.jobs.contract import TERMINAL
-from gateway.jobs.presenter import JobLike, JobPresenter, progress_of
+from core.jobs.contract import TERMINAL, preview_number
+from gateway.jobs.presenter import JobLike, JobPresenter, preview_of, progress_of
 from gateway.jobs.reads import JobReads
 
 MAX_EVENTS_PER_SECOND = 5
 
 
 def event_id(job: JobLike) -> str:
-    return f"{job.status}/{round(progress_of(job) * 1000)}"
+    """`<status>/<progress in thousandths>`, and `/<n>` while it shows its n-th live preview."""
+    state = f"{job.status}/{round(progress_of(job) * 1000)}"
+    preview = preview_of(job)
+    return state if preview is None else f"{state}/{preview_number(preview)}"
 
 
 def is_repeat_of_terminal(job: JobLike, last_event_id: str | None) -> bool:

@@ -30,6 +30,7 @@ class JobLike(Protocol):
     error: dict[str, Any] | None
     progress: float
     message: str | None
+    preview_key: str | None
 
 
 def progress_of(job: JobLike) -> float:
@@ -38,6 +39,12 @@ def progress_of(job: JobLike) -> float:
     if job.status == JobStatus.COMPLETED:
         return 1.0
     return round(min(1.0, max(0.0, job.progress)), 3)
+
+
+def preview_of(job: JobLike) -> str | None:
+    """The storage key of the job's latest live preview: only while it is processing (the
+    previews are deleted when it ends)."""
+    return job.preview_key if job.status == JobStatus.PROCESSING else None
 
 
 def notes_of(job: JobLike) -> list[str]:
@@ -63,6 +70,9 @@ class JobPresenter:
     def job(self, job: JobLike) -> dict[str, Any]:
         view = self.created(job)
         view["progress"] = progress_of(job)
+        preview = preview_of(job)
+        if preview is not None:
+            view["previewUrl"] = self.signer.url(preview)
         if job.status == JobStatus.COMPLETED and job.result is not None:
             view["result"] = self._result(result_of(job.type, job.result))
         if job.status == JobStatus.FAILED and job.error is not None:

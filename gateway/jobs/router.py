@@ -189,7 +189,7 @@ JOB_EVENT_SCHEMA = {
     "type": "object",
     "required": ["id", "data"],
     "properties": {
-        "id": {"type": "string", "pattern": "^[a-z_]+/[0-9]{1,4}$"},
+        "id": {"type": "string", "pattern": "^[a-z_]+/[0-9]{1,4}(/[0-9]{1,9})?$"},
         "event": {"type": "string"},
         "data": {
             "type": "string",
@@ -210,7 +210,8 @@ JOB_EVENT_SCHEMA = {
                 'A `text/event-stream`: `data: {"data": job}` (the job as `getJob` shows it) at '
                 "once, then on every change of status or progress (at most 5 a second), then the "
                 "terminal job, and the stream ends. Each event's `id:` names the state it shows "
-                "(`<status>/<progress in thousandths>`); `: heartbeat` comments keep it open."
+                "(`<status>/<progress in thousandths>`, then `/<n>` while it shows its n-th live "
+                "preview, `previewUrl`); `: heartbeat` comments keep it open."
             ),
             # OpenAPI 3.1: an event stream's `schema` describes one event (3.2's `itemSchema`).
             "content": {"text/event-stream": {"schema": JOB_EVENT_SCHEMA}},

@@ -8,7 +8,15 @@ from typing import Annotated
 
 import typer
 
-from sfumato.cli.remote import ApiKeyOption, ApiUrlOption, OutputOption, choice, connected, finish
+from sfumato.cli.remote import (
+    ApiKeyOption,
+    ApiUrlOption,
+    OutputOption,
+    PreviewOption,
+    choice,
+    connected,
+    finish,
+)
 
 CURRENT_DIRECTORY = Path(".")
 AudioOption = Annotated[
@@ -52,6 +60,7 @@ def generate(
         typer.Option(help="A reference image: a local file (uploaded first), URL or id."),
     ] = None,
     output: OutputOption = CURRENT_DIRECTORY,
+    preview: PreviewOption = None,
     api_url: ApiUrlOption = None,
     api_key: ApiKeyOption = None,
 ) -> None:
@@ -66,7 +75,7 @@ def generate(
             references=ref or None,
             variations=variations,
         )
-        finish(client, job, output)
+        finish(client, job, output, preview)
 
 
 def edit(
@@ -78,13 +87,14 @@ def edit(
     ] = None,
     style: Annotated[str | None, typer.Option(help="A saved style's id.")] = None,
     output: OutputOption = CURRENT_DIRECTORY,
+    preview: PreviewOption = None,
     api_url: ApiUrlOption = None,
     api_key: ApiKeyOption = None,
 ) -> None:
     """Edit a prior image (a job id or an image id) with a prompt."""
     with connected(api_url, api_key) as client:
         job = client.images.edit(image_id, prompt, references=ref or None, style_id=style)
-        finish(client, job, output)
+        finish(client, job, output, preview)
 
 
 def reframe(
@@ -100,12 +110,13 @@ def reframe(
         ),
     ] = None,
     output: OutputOption = CURRENT_DIRECTORY,
+    preview: PreviewOption = None,
     api_url: ApiUrlOption = None,
     api_key: ApiKeyOption = None,
 ) -> None:
     """Reframe a prior image to another aspect ratio."""
     with connected(api_url, api_key) as client:
-        finish(client, client.images.resize(image_id, ratio, resolution), output)
+        finish(client, client.images.resize(image_id, ratio, resolution), output, preview)
 
 
 def upscale(
@@ -114,12 +125,13 @@ def upscale(
         str, typer.Option(help="1K, 2K or 4K.", callback=choice("ImageResolution", "--resolution"))
     ],
     output: OutputOption = CURRENT_DIRECTORY,
+    preview: PreviewOption = None,
     api_url: ApiUrlOption = None,
     api_key: ApiKeyOption = None,
 ) -> None:
     """Upscale a prior image."""
     with connected(api_url, api_key) as client:
-        finish(client, client.images.upscale(image_id, resolution), output)
+        finish(client, client.images.upscale(image_id, resolution), output, preview)
 
 
 def animate(
@@ -130,6 +142,7 @@ def animate(
     audio: AudioOption = True,
     negative_prompt: NegativePromptOption = None,
     output: OutputOption = CURRENT_DIRECTORY,
+    preview: PreviewOption = None,
     api_url: ApiUrlOption = None,
     api_key: ApiKeyOption = None,
 ) -> None:
@@ -143,7 +156,7 @@ def animate(
             audio=audio,
             negative_prompt=negative_prompt,
         )
-        finish(client, job, output)
+        finish(client, job, output, preview)
 
 
 def transition(
@@ -162,6 +175,7 @@ def transition(
     audio: AudioOption = True,
     negative_prompt: NegativePromptOption = None,
     output: OutputOption = CURRENT_DIRECTORY,
+    preview: PreviewOption = None,
     api_url: ApiUrlOption = None,
     api_key: ApiKeyOption = None,
 ) -> None:
@@ -177,7 +191,7 @@ def transition(
             audio=audio,
             negative_prompt=negative_prompt,
         )
-        finish(client, job, output)
+        finish(client, job, output, preview)
 
 
 COMMANDS = (generate, edit, reframe, upscale, animate, transition)

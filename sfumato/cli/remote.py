@@ -46,6 +46,14 @@ OutputOption = Annotated[
         help="A file, or a directory for the outputs (named by their ids).",
     ),
 ]
+PreviewOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--preview",
+        help="Write the live preview (a small JPEG of the picture as it forms) to this file "
+        "each time it changes.",
+    ),
+]
 
 
 @cache
@@ -107,10 +115,11 @@ def api_error(error: APIError, hint: str | None = None) -> NoReturn:
     raise typer.Exit(EXIT_API_ERROR)
 
 
-def follow(client: Client, job: Job) -> Job:
+def follow(client: Client, job: Job, preview: Path | None = None) -> Job:
     """Prints the job id, shows a progress bar until the job is terminal (the event stream,
     else long-polls) and returns it; raises JobFailedError when it failed. Ctrl-C asks whether
-    to cancel the job (otherwise it keeps running, to be found again with `sfumato jobs show`)."""
+    to cancel the job (otherwise it keeps running, to be found again with `sfumato jobs show`).
+    `preview`: the job's live preview is written there each time it changes."""
     from rich.progress import (
         BarColumn,
         Progress,
@@ -130,8 +139,13 @@ def follow(client: Client, job: Job) -> Job:
         with Progress(*columns, console=err(), transient=False) as progress:
             task = progress.add_task(job.status, total=1.0)
 
+            shown: set[str] = set()
+
             def show(update: Any) -> None:
                 progress.update(task, description=update.status, completed=update.progress or 0.0)
+                if preview is not None and update.preview_url and update.preview_url not in shown:
+                    shown.add(update.preview_url)
+                    update.save_preview(preview)
 
             return client.jobs.wait(job.id, on_progress=show)
     except KeyboardInterrupt:
@@ -151,8 +165,9 @@ def interrupted(client: Client, job: Job) -> NoReturn:
     raise typer.Exit(EXIT_INTERRUPTED)
 
 
-def finish(client: Client, job: Job, output: Path) -> None:
-    """Follows a generation to its end and writes its images or video under `output`."""
-    done = follow(client, job)
+def finish(client: Client, job: Job, output: Path, preview: Path | None = None) -> None:
+    """Follows a generation to its end (its live preview written to `preview`, when given) and
+    writes its images or video under `output`."""
+    done = follow(client, job, preview)
     for path in done.download(output):
         typer.echo(str(path))

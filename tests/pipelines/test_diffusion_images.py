@@ -161,23 +161,38 @@ def test_cancel_mid_steps_stops_the_call(diffusion: Service) -> None:
         assert settled["error"]["message"] == "Job cancelled"
 
 
-def test_out_of_memory_splits_the_batch_and_retries_once(diffusion: Service) -> None:
+def test_out_of_memory_splits_the_batch_into_halves_and_never_wedges_the_worker(
+    diffusion: Service,
+) -> None:
     key = diffusion.new_key()
     with diffusion.client(key) as client:
         job = completed(
-            client, "/images/generate", {"prompt": "[oom>1] two foxes", "variations": 2}
+            client, "/images/generate", {"prompt": "[oom>1] four foxes", "variations": 4}
         )
-        assert len(job["result"]["images"]) == 2
-        calls = diffusion_images.calls_with("[oom>1] two foxes")
-        assert [(c.images, c.out_of_memory) for c in calls] == [(2, True), (1, False), (1, False)]
+        assert len(job["result"]["images"]) == 4
+        calls = diffusion_images.calls_with("[oom>1] four foxes")
+        assert [(c.images, c.out_of_memory) for c in calls] == [
+            (4, True),
+            (2, True),
+            (1, False),
+            (1, False),
+            (2, True),
+            (1, False),
+            (1, False),
+        ]
 
         before = diffusion.balance(key)
         failed = wait_done(client, create(client, "[oom] never fits", variations=2)["id"])
-    assert failed["status"] == "failed"
-    assert "GPU ran out of memory" in failed["error"]["message"]
-    assert "refunded" in failed["error"]["message"]
-    assert [c.images for c in diffusion_images.calls_with("[oom] never fits")] == [2, 1]
-    assert diffusion.balance(key) == before
+        assert failed["status"] == "failed"
+        assert failed["error"]["message"] == (
+            "The GPU ran out of memory (one image does not fit in the GPU's memory); "
+            "the credits were refunded"
+        )
+        assert [c.images for c in diffusion_images.calls_with("[oom] never fits")] == [2, 1]
+        assert diffusion.balance(key) == before
+        # The same worker takes the next job as if nothing had happened.
+        after = completed(client, "/images/generate", {"prompt": "a fox after the storm"})
+        assert len(after["result"]["images"]) == 1
 
 
 def test_the_worker_reports_its_batches_and_model_cache_lookups(diffusion: Service) -> None:

@@ -42,11 +42,17 @@
     const detail = card.hasAttribute("data-detail");
     const bar = card.querySelector("[data-progress]");
     const label = card.querySelector("[data-percent]");
+    const preview = card.querySelector("[data-preview]");
     let ended = false;
     function show(job) {
       const percent = Math.round(job.progress * 100);
       if (bar) { bar.value = percent; bar.textContent = `${percent}%`; }
       if (label) label.textContent = `${percent}%`;
+      // The live preview: a new URL each time the picture moves on (an old one may be gone).
+      if (preview && job.previewUrl && preview.getAttribute("src") !== job.previewUrl) {
+        preview.src = job.previewUrl;
+        preview.hidden = false;
+      }
       if ((job.status === "completed" || job.status === "failed") && !ended) {
         ended = true;
         finish();

@@ -74,6 +74,9 @@ class JobData(APIModel):
     created_at: str
     # 0..1, never decreasing; None from a server that does not report progress.
     progress: float | None = None
+    # While it is processing: a small JPEG of the picture as it forms (a new URL each time it
+    # changes); None before the first, once it has ended, and from a server without previews.
+    preview_url: str | None = None
     result: JobResult | None = None
     error: JobError | None = None
     # What the pipeline said it did (completed jobs); None from a server that does not say.
