@@ -27,14 +27,18 @@ def factors_for(family: str, pipeline_class: str = "") -> LatentFactors | None:
     return None
 
 
-def spatial_latents(latents: Any, factors: LatentFactors, aspect: float) -> Any:
+def spatial_latents(latents: Any, factors: LatentFactors, aspect: float, frames: int = 1) -> Any:
     """One image's latents as (channels, height, width): diffusers keeps FLUX's and LTX's as
-    tokens (sequence, channels x patch area), and video latents with a frame axis (the middle
-    frame is shown). `aspect` (width / height of the output) unpacks a token sequence."""
+    tokens (sequence, channels x patch area; LTX's frame after frame, `frames` of them), and
+    video latents with a frame axis; of a video the middle frame is shown. `aspect` (width /
+    height of the output) unpacks a token sequence."""
     if latents.ndim == 4:  # (channels, frames, height, width): a video's
         latents = latents[:, latents.shape[1] // 2]
     if latents.ndim == 3:
         return latents
+    if frames > 1 and latents.shape[0] % frames == 0:
+        per_frame = latents.shape[0] // frames
+        latents = latents[per_frame * (frames // 2) : per_frame * (frames // 2 + 1)]
     tokens, width = latents.shape
     patch = math.isqrt(width // factors.channels)
     rows = max(1, round(math.sqrt(tokens / aspect)))
@@ -47,11 +51,13 @@ def spatial_latents(latents: Any, factors: LatentFactors, aspect: float) -> Any:
     return grid.permute(2, 0, 3, 1, 4).reshape(factors.channels, rows * patch, columns * patch)
 
 
-def latent_preview(latents: Any, factors: LatentFactors, aspect: float = 1.0) -> Image.Image:
+def latent_preview(
+    latents: Any, factors: LatentFactors, aspect: float = 1.0, frames: int = 1
+) -> Image.Image:
     """The preview of one image's latents (see `spatial_latents` for their shapes)."""
     import torch
 
-    spatial = spatial_latents(latents.detach(), factors, aspect)
+    spatial = spatial_latents(latents.detach(), factors, aspect, frames)
     if spatial.shape[0] != factors.channels:
         raise ValueError(f"{spatial.shape[0]} latent channels, the factors have {factors.channels}")
     weights = torch.tensor(factors.rows, dtype=torch.float32, device=spatial.device)
