@@ -48,7 +48,9 @@ class DiffusionGenerate(DiffusionPipeline[GenerateInput]):
         with self.cache.pipeline_for(self.spec, TEXT_TO_IMAGE) as pipe:
             if not compiled_shapes(pipe):
                 return []
-        qualities = {quality_settings(self.spec, q)[1] > 1: q for q in ("low", "medium", "high")}
+        qualities: dict[bool, str] = {}  # by whether it guides (a doubled batch): the first
+        for quality in ("low", "medium", "high"):
+            qualities.setdefault(quality_settings(self.spec, quality)[1] > 1, quality)
         lines: list[str] = []
         for ratio in self.spec.tuning.warm_up:
             width, height = (int(side) * 64 for side in ratio.split(":"))
