@@ -26,6 +26,7 @@ from benchmarks import (
     images,
     job_read,
     long_poll,
+    model_load,
     startup,
     styles,
     videos,
@@ -46,6 +47,7 @@ BENCHMARKS: dict[str, Callable[[Options], Section]] = {
     "dashboard": dashboard.run,
     "diffusion": diffusion.run,
     "diffusion_video": diffusion_video.run,
+    "model_load": model_load.run,
     "chaos": chaos.run,
     "startup": startup.run,
 }

@@ -50,10 +50,8 @@ step() {
   fi
 }
 
-batches() {
-  "$PYTHON" -m benchmarks.diffusion_batches --device "$DEVICE" --models "$1" \
-    --dtype float16 --repetitions "$REPETITIONS" --models-dir "$MODELS_DIR" "${@:2}"
-}
+BATCHES_COMMAND=("$PYTHON" -m benchmarks.diffusion_batches --device "$DEVICE" --dtype float16
+  --repetitions "$REPETITIONS" --models-dir "$MODELS_DIR")
 
 echo "GPU check on $DEVICE: $("$PYTHON" -c 'import torch; print(torch.cuda.get_device_name() if torch.cuda.is_available() else "no CUDA device", "| torch", torch.__version__)')"
 step 45 "CUDA tests" "$PYTHON" -m pytest -q -p no:cacheprovider -n 0 \
@@ -61,12 +59,12 @@ step 45 "CUDA tests" "$PYTHON" -m pytest -q -p no:cacheprovider -n 0 \
 for model in "${MODELS[@]}"; do
   if [ "$model" = sdxl-sized ]; then limits=(110 90 40); else limits=(45 90 30); fi
   step "${limits[0]}" "$model: eager, previews off, against the bare diffusers call" \
-    batches "$model" --batches "${BATCHES[@]}" --bare
+    "${BATCHES_COMMAND[@]}" --models "$model" --batches "${BATCHES[@]}" --bare
   if [ "$model" = sdxl-sized ]; then compiled=(1); else compiled=("${COMPILED_BATCHES[@]}"); fi
   step "${limits[1]}" "$model: compiled (the preset's tuning), against the bare call" \
-    batches "$model" --batches "${compiled[@]}" --tuning preset --bare
+    "${BATCHES_COMMAND[@]}" --models "$model" --batches "${compiled[@]}" --tuning preset --bare
   step "${limits[2]}" "$model: eager, a preview at every step" \
-    batches "$model" --batches 1 "${BATCHES[-1]}" --previews every-step
+    "${BATCHES_COMMAND[@]}" --models "$model" --batches 1 "${BATCHES[-1]}" --previews every-step
 done
 step 30 "out-of-memory drill" "$PYTHON" -m benchmarks.oom_drill --device "$DEVICE" \
   --models "${MODELS[0]}" --models-dir "$MODELS_DIR"

@@ -32,7 +32,11 @@ def _memory(device: str) -> str:
     return f"{(total - free) / 2**30:.2f} of {total / 2**30:.1f} GiB in use"
 
 
-def drill(device: str, models: str, folder: Path, headroom_gb: float) -> list[str]:
+def say(line: str) -> None:
+    print(line, flush=True)
+
+
+def drill(device: str, models: str, folder: Path, headroom_gb: float) -> None:
     import torch
 
     from models.cache import ModelCache
@@ -42,6 +46,8 @@ def drill(device: str, models: str, folder: Path, headroom_gb: float) -> list[st
 
     spec = load_registry(registry_for(models, folder, "float16")).spec("generate")
     spec = spec.model_copy(update={"tuning": Tuning(), "batch_limit": 4})
+    if models == "tiny":  # the CPU rehearsal: the path matters, not the steps
+        spec = spec.model_copy(update={"options": {**spec.options, "steps": 2}})
     injected = {"above": 1 if not device.startswith("cuda") else None}
     calls: list[int] = []
 
@@ -54,7 +60,7 @@ def drill(device: str, models: str, folder: Path, headroom_gb: float) -> list[st
             return super().invoke(pipe, arguments)
 
     pipeline = Drilled(spec, ModelCache(device=device))
-    lines = [f"loaded; {_memory(device)}"]
+    say(f"loaded; {_memory(device)}")
     batch = [generate_job(index) for index in range(4)]
 
     def attempt(label: str) -> None:
@@ -65,7 +71,7 @@ def drill(device: str, models: str, folder: Path, headroom_gb: float) -> list[st
             type(result).__name__ if isinstance(result, BaseException) else "completed"
             for result in results
         ]
-        lines.append(
+        say(
             f"{label}: calls of {calls} images; jobs {', '.join(ended)} in "
             f"{time.perf_counter() - started:.1f} s; {_memory(device)}"
         )
@@ -76,7 +82,7 @@ def drill(device: str, models: str, folder: Path, headroom_gb: float) -> list[st
         ballast = torch.empty(
             max(0, free - int(headroom_gb * 2**30)), dtype=torch.uint8, device=device
         )
-        lines.append(f"ballast of {ballast.numel() / 2**30:.2f} GiB; {_memory(device)}")
+        say(f"ballast of {ballast.numel() / 2**30:.2f} GiB; {_memory(device)}")
     attempt("batch of 4, memory short")
     if device.startswith("cuda"):
         del ballast
@@ -88,10 +94,9 @@ def drill(device: str, models: str, folder: Path, headroom_gb: float) -> list[st
     calls.clear()
     try:
         output = pipeline.run(generate_job(9), NoControl())
-        lines.append(f"the next job: {len(output.images)} image, calls {calls}; {_memory(device)}")
+        say(f"the next job: {len(output.images)} image, calls {calls}; {_memory(device)}")
     except OutOfDeviceMemory as error:
-        lines.append(f"the next job FAILED: {error}")
-    return lines
+        say(f"the next job FAILED: {error}")
 
 
 def main() -> None:
@@ -103,8 +108,7 @@ def main() -> None:
     arguments = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="sfumato-oom-") as work:
         folder = arguments.models_dir or Path(work)
-        for line in drill(arguments.device, arguments.models, folder, arguments.headroom_gb):
-            print(line, flush=True)
+        drill(arguments.device, arguments.models, folder, arguments.headroom_gb)
 
 
 if __name__ == "__main__":

@@ -57,7 +57,9 @@ class PreviewPublisher:
     def __init__(self, lifecycle: JobLifecycle, interval_seconds: float) -> None:
         self.lifecycle = lifecycle
         self.interval_seconds = interval_seconds
-        self.dropped = 0  # previews replaced before they were written (metrics, tests)
+        # Previews replaced before they were written, and previews stored (benchmarks, tests).
+        self.dropped = 0
+        self.stored = 0
         self._jobs: dict[str, _JobPreviews] = {}
         self._changed = threading.Condition()
         self._thread: threading.Thread | None = None
@@ -128,6 +130,7 @@ class PreviewPublisher:
         storage = self.lifecycle.services.storage
         key = f"{preview_folder(job.claim.job.id)}{job.written}.jpg"
         storage.put_bytes(key, preview_jpeg(image), "image/jpeg")
+        self.stored += 1
         previous = f"{preview_folder(job.claim.job.id)}{job.written - 1}.jpg"
         job.written += 1
         if not self.lifecycle.show_preview(job.claim, key):
