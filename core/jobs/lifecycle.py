@@ -166,12 +166,13 @@ class JobLifecycle:
         return False
 
     def clear_outputs(self, job: JobRow) -> None:
-        """Delete whatever is stored in the job's output folders: the leftovers of attempts
-        whose worker vanished mid-store (a new attempt begins, or the job failed for good).
+        """Delete whatever is stored in the job's output and preview folders: the leftovers of
+        attempts whose worker vanished mid-store or mid-run (a new attempt begins, or the job
+        failed for good).
         Best effort: a store out of reach leaves them, and says so."""
         storage = self.services.storage
         try:
-            for folder in (image_folder(job.id), video_folder(job.id)):
+            for folder in (image_folder(job.id), video_folder(job.id), preview_folder(job.id)):
                 for key in storage.keys_under(folder):
                     storage.delete(key)
         except StorageError as error:
