@@ -16,7 +16,7 @@ from PIL import Image
 
 from models.cache import ModelCache
 from models.registry import load_registry
-from pipelines.base import GenerateInput, ImageOutput
+from pipelines.base import GenerateInput, ImageOutput, ReframeInput
 from pipelines.diffusion.generate import DiffusionGenerate
 from pipelines.diffusion.latent_factors import FACTORS_OF_FAMILY, SD15
 from pipelines.diffusion.previews import PREVIEW_SIDE, factors_for, latent_preview
@@ -213,3 +213,22 @@ def test_a_preview_is_at_most_256_px() -> None:
         assert lifecycle.changed.wait_for(lambda: lifecycle.shown, 10)
     stored = Image.open(io.BytesIO(storage.files[lifecycle.shown[0]]))
     assert stored.size == (256, 144)
+
+
+def test_the_builtin_pipelines_show_their_intermediate_stages() -> None:
+    from pipelines.builtin.generate import BuiltinGenerate
+    from pipelines.builtin.reframe import BuiltinReframe
+
+    painting = PreviewingControl()
+    output = BuiltinGenerate().run(
+        GenerateInput(prompt="a red bicycle by a lake", width=192, height=128, quality="low"),
+        painting,
+    )
+    # The painted scene before its subject is drawn: the picture's size, not yet the picture.
+    assert painting.previews[0].size == (192, 128)
+    assert painting.previews[0].tobytes() != output.images[0].tobytes()
+
+    reframing = PreviewingControl()
+    source = Image.new("RGB", (96, 96), (30, 120, 200))
+    BuiltinReframe().run(ReframeInput(source=source, width=192, height=96), reframing)
+    assert len(reframing.previews) == 2  # the source placed, then the new area extended
