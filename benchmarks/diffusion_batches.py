@@ -266,6 +266,7 @@ def main() -> None:
     parser.add_argument("--compile-on-cpu", action="store_true")
     parser.add_argument("--previews", choices=("off", "every-step"), default="off")
     parser.add_argument("--bare", action="store_true")
+    parser.add_argument("--steps", type=int, help="replace the model's steps (a dry run's 2)")
     parser.add_argument("--models-dir", type=Path, help="keep the built models here (reused)")
     arguments = parser.parse_args()
     from models.cache import ModelCache
@@ -284,6 +285,10 @@ def main() -> None:
             elif arguments.models == "tiny":  # the tiny registry has no preset: the usual table
                 tuning = Tuning(compile="denoiser", channels_last=True, fuse_qkv=True)
                 spec = spec.model_copy(update={"tuning": tuning})
+            if arguments.steps:
+                spec = spec.model_copy(
+                    update={"options": {**spec.options, "steps": arguments.steps}}
+                )
             if arguments.compile_on_cpu:
                 spec = spec.model_copy(
                     update={"tuning": spec.tuning.model_copy(update={"cpu": True})}

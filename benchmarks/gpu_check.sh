@@ -19,6 +19,7 @@ if [ "${1:-}" = "--dry-run" ]; then
   BATCHES=(1 2)
   COMPILED_BATCHES=(1)
   REPETITIONS=1
+  STEPS=(--steps 2)  # the path matters here, not the work
   LIMIT_SCALE=4  # a shared CPU is slower than a GPU: the same steps, longer limits
 else
   DEVICE=cuda
@@ -26,6 +27,7 @@ else
   BATCHES=(1 2 4)
   COMPILED_BATCHES=(1 4)  # each batch size compiles once (about a minute each)
   REPETITIONS=3
+  STEPS=()
   LIMIT_SCALE=1
 fi
 MODELS_DIR=$(mktemp -d "${TMPDIR:-/tmp}/sfumato-gpu-check-XXXXXX")
@@ -51,7 +53,7 @@ step() {
 }
 
 BATCHES_COMMAND=("$PYTHON" -m benchmarks.diffusion_batches --device "$DEVICE" --dtype float16
-  --repetitions "$REPETITIONS" --models-dir "$MODELS_DIR")
+  --repetitions "$REPETITIONS" --models-dir "$MODELS_DIR" "${STEPS[@]}")
 
 echo "GPU check on $DEVICE: $("$PYTHON" -c 'import torch; print(torch.cuda.get_device_name() if torch.cuda.is_available() else "no CUDA device", "| torch", torch.__version__)')"
 step 45 "CUDA tests" "$PYTHON" -m pytest -q -p no:cacheprovider -n 0 \

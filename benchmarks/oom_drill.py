@@ -66,7 +66,10 @@ def drill(device: str, models: str, folder: Path, headroom_gb: float) -> None:
     def attempt(label: str) -> None:
         calls.clear()
         started = time.perf_counter()
-        results = pipeline.run_batch(batch, [NoControl() for _ in batch])
+        try:
+            results: list[Any] = pipeline.run_batch(batch, [NoControl() for _ in batch])
+        except OutOfDeviceMemory as error:  # the batch's call failed: each of its jobs fails
+            results = [error] * len(batch)
         ended = [
             type(result).__name__ if isinstance(result, BaseException) else "completed"
             for result in results
