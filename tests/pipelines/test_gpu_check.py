@@ -14,15 +14,16 @@ from tests.support.service import REPO
 pytestmark = pytest.mark.slow
 
 
-@pytest.mark.timeout(1500)
+@pytest.mark.timeout(3000)
 def test_the_gpu_check_runs_every_step_on_the_cpu() -> None:
     result = subprocess.run(
         ["bash", str(REPO / "benchmarks" / "gpu_check.sh"), "--dry-run"],
         cwd=REPO,
-        env={**os.environ, "PYTHONPATH": str(REPO)},
+        # The steps' limits stretched for a test machine whose cores other tests share.
+        env={**os.environ, "PYTHONPATH": str(REPO), "GPU_CHECK_LIMIT_SCALE": "10"},
         capture_output=True,
         text=True,
-        timeout=1400,
+        timeout=2900,
     )
     out = result.stdout
     assert result.returncode == 0, out[-4000:] + result.stderr[-4000:]
