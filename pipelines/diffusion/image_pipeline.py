@@ -246,8 +246,11 @@ class DiffusionPipeline(Generic[InputT]):
         """Each member that wants one is shown the latents of its first image."""
         for member in progress.wanting_previews():
             position = next((i for i, slot in enumerate(slots) if slot.member == member), None)
-            if position is not None and position < len(latents):
-                progress.preview(member, latent_preview(latents[position], factors, aspect))
+            if position is None or position >= len(latents):
+                continue
+            image = latent_preview(latents[position], factors, aspect)
+            if image is not None:
+                progress.preview(member, image)
 
     def _ip_adapter_embeds(self, pipe: Any, slots: list[Slot], guidance: bool) -> list[Any]:
         """Image embeddings for weights with an IP-Adapter: of the call's reference (diffusers

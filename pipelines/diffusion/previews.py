@@ -51,15 +51,27 @@ def spatial_latents(latents: Any, factors: LatentFactors, aspect: float, frames:
     return grid.permute(2, 0, 3, 1, 4).reshape(factors.channels, rows * patch, columns * patch)
 
 
+def fits(latents: Any, factors: LatentFactors) -> bool:
+    """Whether these latents (one image's, as `spatial_latents` takes them) have the factors'
+    channels: a model of the family with a latent format of its own (a test's tiny model, a
+    fine-tune with another VAE) gets no preview rather than a wrong one."""
+    if latents.ndim == 2:  # tokens: channels times a square patch
+        width = latents.shape[1]
+        patch = math.isqrt(width // factors.channels) if width % factors.channels == 0 else 0
+        return patch > 0 and patch * patch * factors.channels == width
+    return latents.ndim in (3, 4) and latents.shape[0] == factors.channels
+
+
 def latent_preview(
     latents: Any, factors: LatentFactors, aspect: float = 1.0, frames: int = 1
-) -> Image.Image:
-    """The preview of one image's latents (see `spatial_latents` for their shapes)."""
+) -> Image.Image | None:
+    """The preview of one image's latents (see `spatial_latents` for their shapes); None when
+    they do not `fit` the factors."""
     import torch
 
+    if not fits(latents, factors):
+        return None
     spatial = spatial_latents(latents.detach(), factors, aspect, frames)
-    if spatial.shape[0] != factors.channels:
-        raise ValueError(f"{spatial.shape[0]} latent channels, the factors have {factors.channels}")
     weights = torch.tensor(factors.rows, dtype=torch.float32, device=spatial.device)
     bias = torch.tensor(factors.bias, dtype=torch.float32, device=spatial.device)
     rgb = torch.einsum("chw,cr->hwr", spatial.float(), weights) + bias

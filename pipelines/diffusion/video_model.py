@@ -224,7 +224,9 @@ class VideoModel:
                 and previews.wants_preview()
             ):
                 aspect = size[0] / size[1]
-                previews.preview(latent_preview(latents[0], factors, aspect, latent_frames))
+                image = latent_preview(latents[0], factors, aspect, latent_frames)
+                if image is not None:
+                    previews.preview(image)
             return tensors
 
         try:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import io
 import threading
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -16,10 +17,12 @@ from PIL import Image
 
 from models.cache import ModelCache
 from models.registry import load_registry
+from models.testing_video import build_tiny_video_models
 from pipelines.base import GenerateInput, ImageOutput, ReframeInput
 from pipelines.diffusion.generate import DiffusionGenerate
 from pipelines.diffusion.latent_factors import FACTORS_OF_FAMILY, SD15
 from pipelines.diffusion.previews import PREVIEW_SIDE, factors_for, latent_preview
+from pipelines.diffusion.video_model import VideoModel
 from tests.support.diffusion_images import tiny_registry_path
 from tests.support.service import wait_until
 from workers.previews import PreviewPublisher
@@ -232,3 +235,27 @@ def test_the_builtin_pipelines_show_their_intermediate_stages() -> None:
     source = Image.new("RGB", (96, 96), (30, 120, 200))
     BuiltinReframe().run(ReframeInput(source=source, width=192, height=96), reframing)
     assert len(reframing.previews) == 2  # the source placed, then the new area extended
+
+
+def test_latents_of_another_format_get_no_preview_rather_than_a_wrong_one(
+    tmp_path: Path,
+) -> None:
+    assert latent_preview(torch.randn(8, 6, 6), SD15) is None
+    assert latent_preview(torch.randn(24, 60), FACTORS_OF_FAMILY["flux"]) is None
+    # The tiny Wan model's VAE has 4 channels, not Wan's 16: its jobs run, without previews.
+    registry = tmp_path / "models.toml"
+    registry.write_text(build_tiny_video_models(tmp_path))
+    model = VideoModel("animate", spec=load_registry(registry).spec("animate"))
+    plan = model.plan(0.3, 64, 64)
+    control = PreviewingControl()
+    frames = model.generate(
+        {"image": Image.new("RGB", plan.native, (90, 40, 10))},
+        "a lantern swinging",
+        None,
+        plan.native,
+        plan.model_frames,
+        3,
+        control.progress,
+        previews=control,
+    )
+    assert len(frames) == plan.model_frames and control.previews == []
