@@ -10,6 +10,7 @@ from collections.abc import AsyncIterator
 import anyio
 from fastapi import Depends, FastAPI
 from starlette.middleware.cors import CORSMiddleware
+from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
 
 from core.accounts.callers import CallerCache
 from core.health import ReadinessChecks
@@ -153,4 +154,10 @@ def create_app(gateway: Gateway) -> FastAPI:
             max_age=600,
         )
     app.add_middleware(MetricsMiddleware, metrics=gateway.metrics)
+    # Outermost: the client's address and scheme, once, for everything after (sign-in limits,
+    # cookies, URLs, logs). Only a configured proxy's X-Forwarded-* count (the servers that run
+    # this app turn their own proxy handling off: sfumato/http_server.py).
+    proxies = gateway.services.settings.trusted_proxy_list
+    if proxies:
+        app.add_middleware(ProxyHeadersMiddleware, trusted_hosts=proxies)
     return app

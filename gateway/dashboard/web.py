@@ -6,10 +6,10 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Annotated, Any
-from urllib.parse import quote
+from urllib.parse import quote, urlsplit
 
 import anyio
 from fastapi import Depends, Query, Request, Response
@@ -65,41 +65,84 @@ def runtime_of(request: Request) -> Gateway:
 
 
 def cookie_secure(request: Request) -> bool:
-    """`Secure` when the browser reached us over https (a proxy's X-Forwarded-Proto counts
-    when SFUMATO_TRUST_FORWARDED_HEADERS is set), or always/never by SFUMATO_COOKIE_SECURE."""
+    """`Secure` when the browser reached us over https (as a trusted proxy's X-Forwarded-Proto
+    says: gateway/app.py), or always/never by SFUMATO_COOKIE_SECURE."""
     settings = runtime_of(request).services.settings
     if settings.cookie_secure != "auto":
         return settings.cookie_secure == "always"
-    if settings.trust_forwarded_headers:
-        forwarded = request.headers.get("x-forwarded-proto", "").split(",")[0].strip()
-        if forwarded:
-            return forwarded == "https"
     return request.url.scheme == "https"
 
 
-def client_address(request: Request) -> str:
-    settings = runtime_of(request).services.settings
-    if settings.trust_forwarded_headers:
-        forwarded = request.headers.get("x-forwarded-for", "").split(",")[0].strip()
-        if forwarded:
-            return forwarded
-    return request.client.host if request.client else "unknown"
+def cookie_name(request: Request, name: str) -> str:
+    """Over https a cookie is `__Host-` + its name: a browser takes such a cookie only from this
+    very host, Secure, for the whole site (Path=/, no Domain), so a page on a sibling subdomain
+    cannot toss one of its own in (a login CSRF); a cookie without the prefix is then ignored."""
+    return f"__Host-{name}" if cookie_secure(request) else name
 
 
-def set_session_cookie(request: Request, response: Response, token: str) -> None:
+def set_cookie(
+    request: Request, response: Response, name: str, value: str, **options: Any
+) -> None:
+    """One of the dashboard's cookies: HttpOnly, scoped to the dashboard (to the site under
+    `__Host-`, which requires it)."""
+    secure = cookie_secure(request)
     response.set_cookie(
-        SESSION_COOKIE,
-        token,
-        max_age=int(sessions.LIFETIME.total_seconds()),
-        path=PREFIX,
+        cookie_name(request, name),
+        value,
+        path="/" if secure else PREFIX,
         httponly=True,
-        samesite="lax",
-        secure=cookie_secure(request),
+        secure=secure,
+        **options,
     )
 
 
-def clear_session_cookie(response: Response) -> None:
-    response.delete_cookie(SESSION_COOKIE, path=PREFIX)
+def delete_cookie(request: Request, response: Response, name: str) -> None:
+    secure = cookie_secure(request)
+    response.delete_cookie(
+        cookie_name(request, name), path="/" if secure else PREFIX, secure=secure, httponly=True
+    )
+
+
+def client_address(request: Request) -> str:
+    """The client, as the outermost trusted proxy saw it (SFUMATO_TRUSTED_PROXIES)."""
+    return request.client.host if request.client else "unknown"
+
+
+def session_token(request: Request) -> str | None:
+    return request.cookies.get(cookie_name(request, SESSION_COOKIE))
+
+
+def set_session_cookie(request: Request, response: Response, token: str) -> None:
+    set_cookie(
+        request,
+        response,
+        SESSION_COOKIE,
+        token,
+        max_age=int(sessions.LIFETIME.total_seconds()),
+        samesite="lax",
+    )
+
+
+def clear_session_cookie(request: Request, response: Response) -> None:
+    delete_cookie(request, response, SESSION_COOKIE)
+
+
+def same_origin(request: Request) -> bool:
+    """Whether a post came from the dashboard's own pages as far as the browser says:
+    `Sec-Fetch-Site` (every current browser sends it) must be same-origin, and `Origin`, when
+    sent, this service's own (SFUMATO_PUBLIC_URL's, else the request's). A client that sends
+    neither (curl) passes; the forms' tokens still hold."""
+    site = request.headers.get("sec-fetch-site")
+    if site is not None and site not in ("same-origin", "none"):
+        return False
+    origin = request.headers.get("origin")
+    if origin is None:
+        return True
+    public_url = runtime_of(request).services.settings.public_url
+    if public_url:
+        parts = urlsplit(public_url)
+        return origin == f"{parts.scheme}://{parts.netloc}"
+    return origin == f"{request.url.scheme}://{request.url.netloc}"
 
 
 def safe_next(target: str | None) -> str:
@@ -155,9 +198,10 @@ def render(request: Request, template: str, status: int = 200, **context: Any) -
 
 async def _signed_in(request: Request) -> SignedIn:
     runtime = runtime_of(request)
-    token = request.cookies.get(SESSION_COOKIE)
+    token = session_token(request)
     db = runtime.services.db
-    user = await anyio.to_thread.run_sync(sessions.resume, db, token)
+    absolute = timedelta(hours=runtime.services.settings.session_absolute_hours)
+    user = await anyio.to_thread.run_sync(sessions.resume, db, token, absolute)
     if user is None:
         raise SignInRequired()
     if user.extended:
