@@ -141,14 +141,14 @@ def change_password(page: PostedDep) -> Response:
     email, address = page.user.email, client_address(page.request)
     wait = throttle.admit(email, address)
     if wait:
-        response = page.render(
+        refused = page.render(
             "account.html",
             429,
             nav="account",
             message=f"Too many attempts. Try again in {wait} seconds.",
         )
-        response.headers["Retry-After"] = str(wait)
-        return response
+        refused.headers["Retry-After"] = str(wait)
+        return refused
     try:
         passwords.change_password(page.services.db, page.user.account_id, page.raw("current"), new)
     except passwords.WrongPassword as error:

@@ -39,9 +39,18 @@ from core.styles import service as styles_service
 from core.uploads import service as uploads_service
 from gateway.dashboard.gallery import Gallery
 from gateway.dashboard.jobs import gallery_for
-from gateway.dashboard.web import PREFIX, DashboardRoute, Page, PageDep, PostedDep, see_other
+from gateway.dashboard.web import (
+    PREFIX,
+    DashboardRoute,
+    Page,
+    PageDep,
+    PostedDep,
+    RateLimited,
+    form_whole,
+    see_other,
+    spend,
+)
 from gateway.errors import validation_details
-from gateway.limits import bucket_of
 
 router = APIRouter(route_class=DashboardRoute)
 CHOICES = {
@@ -52,7 +61,7 @@ CHOICES = {
     "image_resolutions": get_args(ImageResolution),
     "video_resolutions": get_args(VideoResolution),
 }
-# The API path whose rate-limit bucket each form spends from.
+# The API path whose rate-limit bucket each form spends from (web.spend).
 API_PATHS = {
     "generate": "/v1/images/generate",
     "edit": "/v1/images/edit",
@@ -154,14 +163,21 @@ def _optional(value: str) -> str | None:
 
 
 def _number(value: str, default: float) -> float:
+    if not value:
+        return default
     try:
-        return float(value) if value else default
+        return float(value) if value.isascii() else float("nan")
     except ValueError:
         return float("nan")  # refused by the request's bounds, with its message
 
 
 def _whole(value: str, default: int) -> int:
-    return int(value) if value.isdigit() else (default if not value else 0)
+    """Not a number, or one too long to be one: 0, which the request's bounds refuse with
+    their message."""
+    if not value:
+        return default
+    number = form_whole(value)
+    return 0 if number is None else number
 
 
 REQUESTS: dict[str, Callable[[Page], JobRequest]] = {
@@ -262,11 +278,10 @@ def create_job(page: Page, form: str) -> str:
         raise FormRefused("Please correct the form.", details, 400)
     runtime = page.runtime
     caller = authentication.dashboard_caller(page.services.db, page.user.account_id)
-    decision = runtime.limiter.hit(bucket_of("POST", API_PATHS[form]), caller.api_key_id)
-    if not decision.allowed:
-        raise FormRefused(
-            f"Too many requests. Try again in {decision.reset_seconds} seconds.", {}, 429
-        )
+    try:
+        spend(page, "POST", API_PATHS[form], caller)
+    except RateLimited as limited:
+        raise FormRefused(str(limited), {}, 429) from None
     token = page.field("form_token")
     idempotency = (
         jobs_service.IdempotentRequest.of(

@@ -12,6 +12,7 @@ from typing import Annotated, Any
 from urllib.parse import quote, urlsplit
 
 import anyio
+import redis
 from fastapi import Depends, Query, Request, Response
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, RedirectResponse
@@ -21,12 +22,15 @@ from starlette.datastructures import FormData
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.requests import ClientDisconnect
 
+from core.accounts import authentication
+from core.accounts.service import Caller
 from core.db import DATABASE_UNAVAILABLE
 from core.errors import DomainError
 from core.pagination import BadCursor
 from core.sessions import service as sessions
 from core.sessions.service import SignedIn
 from gateway.errors import validation_details
+from gateway.limits import bucket_of
 from gateway.runtime import Gateway
 
 log = logging.getLogger(__name__)
@@ -80,9 +84,7 @@ def cookie_name(request: Request, name: str) -> str:
     return f"__Host-{name}" if cookie_secure(request) else name
 
 
-def set_cookie(
-    request: Request, response: Response, name: str, value: str, **options: Any
-) -> None:
+def set_cookie(request: Request, response: Response, name: str, value: str, **options: Any) -> None:
     """One of the dashboard's cookies: HttpOnly, scoped to the dashboard (to the site under
     `__Host-`, which requires it)."""
     secure = cookie_secure(request)
@@ -216,12 +218,62 @@ FORM_FIELD_BYTES = 16 * 1024
 FILE_FORMS = (f"{PREFIX}/uploads",)
 
 
+# PostgreSQL's text cannot hold NUL: a form, a query or a path holding it is refused here
+# (the API's bodies and queries in gateway/nul.py), never a 500 at the database.
+NUL_REFUSAL = "No field may hold the NUL character (\\u0000)."
+
+
+def holds_nul(form: FormData) -> bool:
+    for name, value in form.multi_items():
+        text = value if isinstance(value, str) else (value.filename or "")
+        if "\x00" in name or "\x00" in text:
+            return True
+    return False
+
+
 async def read_form(request: Request) -> FormData:
-    """The posted form, within the bounds above (a 400 beyond them)."""
+    """The posted form, within the bounds above (a 400 beyond them, and for a NUL)."""
     files = 1 if request.url.path in FILE_FORMS else 0
-    return await request.form(
+    form = await request.form(
         max_files=files, max_fields=FORM_FIELDS, max_part_size=FORM_FIELD_BYTES
     )
+    if holds_nul(form):
+        raise StarletteHTTPException(400, NUL_REFUSAL)
+    return form
+
+
+# A number typed in a form: ASCII digits only (Python's int() takes `²` and other Unicode
+# digits, and refuses more than 4,300 of them with an error), and at most this many.
+WHOLE_DIGITS = 12
+
+
+def form_whole(value: str) -> int | None:
+    """A whole number typed in a form field, or None when it is not one."""
+    if value.isascii() and value.isdigit() and len(value) <= WHOLE_DIGITS:
+        return int(value)
+    return None
+
+
+class RateLimited(Exception):
+    """A dashboard action past the rate limit of the API call it mirrors."""
+
+    def __init__(self, seconds: int) -> None:
+        super().__init__(f"Too many requests. Try again in {seconds} seconds.")
+        self.seconds = seconds
+
+
+def spend(page: Page, api_method: str, api_path: str, caller: Caller | None = None) -> None:
+    """Count a dashboard action in the rate-limit bucket of the API call it mirrors, for the
+    account's dashboard key (the caller its jobs are created as). Raises RateLimited past it;
+    counts nothing while Redis is out of reach, as the API's limit does."""
+    caller = caller or authentication.dashboard_caller(page.services.db, page.user.account_id)
+    try:
+        decision = page.runtime.limiter.hit(bucket_of(api_method, api_path), caller.api_key_id)
+    except redis.RedisError as error:
+        log.warning("dashboard: rate limit not counted, Redis unavailable: %s", error)
+        return
+    if not decision.allowed:
+        raise RateLimited(decision.reset_seconds)
 
 
 async def _page(request: Request, user: Annotated[SignedIn, Depends(_signed_in)]) -> Page:
@@ -268,6 +320,8 @@ class DashboardRoute(APIRoute):
         handler = super().get_route_handler()
 
         async def guarded(request: Request) -> Response:
+            if b"%00" in request.scope.get("query_string", b"") or "\x00" in request.url.path:
+                return error_page(request, 400, "That address is not valid", NUL_REFUSAL)
             try:
                 response = await handler(request)
                 renewed = getattr(request.state, "renewed_session", None)
@@ -306,6 +360,10 @@ class DashboardRoute(APIRoute):
                     "; ".join(f"{name} {why}" for name, why in details.items()),
                     back=request.url.path,
                 )
+            except RateLimited as limited:
+                response = error_page(request, 429, "Too many requests", str(limited))
+                response.headers["Retry-After"] = str(limited.seconds)
+                return response
             except DomainError as error:
                 return error_page(request, error.status, "That did not work", error.message)
             except StarletteHTTPException as error:  # a form past its bounds
