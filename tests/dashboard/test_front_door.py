@@ -15,12 +15,14 @@ from __future__ import annotations
 import logging
 import re
 import secrets
+import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import timedelta
 from pathlib import Path
 
 import httpx
+import psycopg
 import pytest
 from playwright.sync_api import Browser, ConsoleMessage
 from sqlalchemy import update
@@ -30,6 +32,7 @@ from core.accounts import service as accounts
 from core.clock import utcnow
 from core.ids import new_id
 from core.tables import DashboardSession, Style
+from tests.conftest import POSTGRES_URL
 from tests.dashboard.conftest import DASHBOARD_ENV, Person, sign_in
 from tests.support.service import Mode, Service, running_service
 
@@ -74,16 +77,45 @@ def door(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Service]:
         yield service
 
 
+@pytest.fixture(scope="module")
+def door_on_postgres(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Service]:
+    """The same, its records in a PostgreSQL database of its own (whose text refuses NUL and
+    whose columns have lengths and 32-bit integers)."""
+    if not POSTGRES_URL:
+        pytest.skip("needs SFUMATO_TEST_POSTGRES_URL (set by .ci/run)")
+    name = f"sfumato_test_{uuid.uuid4().hex[:10]}"
+    with psycopg.connect(POSTGRES_URL, autocommit=True) as connection:
+        connection.execute(f'CREATE DATABASE "{name}"')
+    base, _, _ = POSTGRES_URL.rpartition("/")
+    folder = tmp_path_factory.mktemp("front-door-postgres")
+    env = {
+        **front_door_env(folder),
+        "SFUMATO_DATABASE_URL": f"{base}/{name}".replace(
+            "postgresql://", "postgresql+psycopg://", 1
+        ),
+    }
+    try:
+        with running_service(Mode("embedded", env, False), folder) as service:
+            yield service
+    finally:
+        with psycopg.connect(POSTGRES_URL, autocommit=True) as connection:
+            connection.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+def new_person(service: Service, admin: bool = False) -> Person:
+    email = f"door-{secrets.token_hex(5)}@test.local"
+    password = secrets.token_urlsafe(12)
+    accounts.create_account(service.services.db, email, "pro", 1000)
+    passwords.set_password(service.services.db, email, password)
+    if admin:
+        accounts.set_admin(service.services.db, email)
+    return Person(email, password)
+
+
 @pytest.fixture
 def person(door: Service) -> Callable[..., Person]:
     def make(admin: bool = False) -> Person:
-        email = f"door-{secrets.token_hex(5)}@test.local"
-        password = secrets.token_urlsafe(12)
-        accounts.create_account(door.services.db, email, "pro", 1000)
-        passwords.set_password(door.services.db, email, password)
-        if admin:
-            accounts.set_admin(door.services.db, email)
-        return Person(email, password)
+        return new_person(door, admin)
 
     return make
 
@@ -245,6 +277,29 @@ def test_nul_in_any_dashboard_field_is_refused_with_a_message(
     door: Service, person: Callable[..., Person]
 ) -> None:
     refuses_nul_everywhere(door, person(), "198.51.100.40")
+
+
+def test_on_postgresql_nul_long_names_and_large_numbers_are_refused_not_500s(
+    door_on_postgres: Service,
+) -> None:
+    """Each of these was a 500 on PostgreSQL (issue 31 M4, L4, L6)."""
+    refuses_nul_everywhere(door_on_postgres, new_person(door_on_postgres), "198.51.100.120")
+    names_are_bounded(door_on_postgres, new_person(door_on_postgres), "198.51.100.121")
+    admin = new_person(door_on_postgres, admin=True)
+    with signed_in(door_on_postgres, admin, "198.51.100.122") as client:
+        csrf = csrf_of(client)
+
+        def grant(amount: str) -> int:
+            return client.post(
+                "/admin/credit",
+                data={"csrf_token": csrf, "email": admin.email, "amount": amount, "reason": "r"},
+            ).status_code
+
+        assert grant("3000000000") == 400  # past one grant's bound
+        assert grant("1000000000") == grant("1000000000") == 303
+        assert grant("1000000000") == 400  # past what a balance holds (a 32-bit column)
+    balance = accounts.find_account(door_on_postgres.services.db, admin.email).credit_balance
+    assert balance == 2_000_001_000
 
 
 # M7 ---------------------------------------------------------------------------------------
