@@ -1,7 +1,7 @@
 """The sign-in throttle's back-off (issue 31 M2) on both of the limiter's stores: in this process
 (embedded mode) and in Redis (distributed). The HTTP behaviour is in
-tests/dashboard/test_front_door.py; here windows of seconds let the back-off trip twice (the seconds asked to wait may be one
-less than the back-off, when the machine is slow between two lines)."""
+tests/dashboard/test_front_door.py; here windows of seconds let the back-off trip twice (the
+seconds asked to wait may be one less than the back-off when the machine is slow)."""
 
 from __future__ import annotations
 
