@@ -15,6 +15,9 @@ can be overridden with `SFUMATO_MODELS_FILE`), with one table per operation:
     batch_limit = 4                 # images per pipeline call
     memory_gb = 9.5                 # what the loaded weights take on the device
     offload = "none"                # "model" or "sequential": accelerate CPU offload on CUDA
+    steps_range = [1, 4]            # optional: the steps a create may ask (default: family's)
+    guidance_range = [0.0, 0.0]     # optional: the guidance a create may ask (likewise)
+    licence = "sai-nc-community"    # optional: shown by GET /v1/models (a preset's by default)
     [operations.generate.options]   # free-form, read by the operation's pipeline
     steps = { low = 20, medium = 30, high = 40 }
     ip_adapter = { folder = "ip-adapter", weight_name = "ip-adapter_sdxl.safetensors" }
@@ -61,7 +64,16 @@ class ModelSpec(BaseModel):
     batch_limit: int = Field(default=1, ge=1, le=64)
     memory_gb: float = Field(default=0.0, ge=0)
     offload: Literal["none", "model", "sequential"] = "none"
+    steps_range: tuple[int, int] | None = None
+    guidance_range: tuple[float, float] | None = None
+    licence: str | None = None
     options: dict[str, Any] = Field(default_factory=dict)
+
+    @property
+    def id(self) -> str:
+        """The model's id in requests (`model`) and `GET /v1/models`: its preset's name, else
+        its folder's."""
+        return self.preset or self.folder.name
 
     @property
     def weights_key(self) -> tuple[str, str, str]:

@@ -15,7 +15,13 @@ from PIL import Image
 
 from pipelines.base import EditInput, ImageOutput
 from pipelines.diffusion.brand_style import style_prompt
-from pipelines.diffusion.image_pipeline import BatchProgress, Call, DiffusionPipeline, Slot
+from pipelines.diffusion.image_pipeline import (
+    BatchProgress,
+    Call,
+    DiffusionPipeline,
+    Slot,
+    negative_prompt_notes,
+)
 from pipelines.diffusion.presets import exact_size, native_size, quality_settings, size_multiple
 from pipelines.media.framing import cover
 
@@ -36,10 +42,11 @@ class DiffusionEdit(DiffusionPipeline[EditInput]):
         return (None,) if self.instruction else ("image-to-image",)
 
     def batch_key(self, inputs: EditInput) -> Hashable:
-        return inputs.source.size
+        return (inputs.source.size, inputs.steps, inputs.guidance, inputs.adapters)
 
     def execute(self, inputs: list[EditInput], progress: BatchProgress) -> list[ImageOutput]:
-        steps, guidance = quality_settings(self.spec)
+        first = inputs[0]  # batch members share size, steps, guidance and adapters
+        steps, guidance = quality_settings(self.spec, "medium", first.steps, first.guidance)
         task = self.tasks()[0]
         with self.cache.pipeline_for(self.spec, task) as pipe:
             multiple = size_multiple(pipe)
@@ -56,7 +63,8 @@ class DiffusionEdit(DiffusionPipeline[EditInput]):
         call = Call(task, arguments)
         for member, job in enumerate(inputs):
             source = _fitted(job, width, height)
-            call.slots.append(Slot(member, style_prompt(job.prompt, job.style), job.seed, source))
+            prompt = style_prompt(job.prompt, job.style)
+            call.slots.append(Slot(member, prompt, job.seed, job.negative_prompt, source))
         images = self.run_call(call, progress)
         how = (
             "instruction edit" if self.instruction else f"image-to-image at {arguments['strength']}"
@@ -64,6 +72,7 @@ class DiffusionEdit(DiffusionPipeline[EditInput]):
         outputs = []
         for job, image in zip(inputs, images, strict=True):
             notes = [f"{self.spec.model}: {how}, {steps} steps at {width}x{height}"]
+            notes += negative_prompt_notes(job.negative_prompt, guidance)
             if job.references:
                 notes.append("reference images are not used by the diffusion edit")
             outputs.append(ImageOutput(images=[exact_size(image, *job.source.size)], notes=notes))

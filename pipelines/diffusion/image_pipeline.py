@@ -28,7 +28,13 @@ InputT = TypeVar("InputT")
 
 # Arguments the operations pass where the class takes them; other families' classes lack some
 # (FLUX has no image_guidance_scale, FLUX Fill no strength) and are called without them.
-OPTIONAL_ARGUMENTS = {"strength", "image_guidance_scale", "guidance_scale", "noise_level"}
+OPTIONAL_ARGUMENTS = {
+    "strength",
+    "image_guidance_scale",
+    "guidance_scale",
+    "noise_level",
+    "negative_prompt",
+}
 
 
 @dataclass
@@ -38,6 +44,7 @@ class Slot:
     member: int
     prompt: str
     seed: int
+    negative_prompt: str | None = None
     image: Image.Image | None = None
     mask: Image.Image | None = None
     # The image an IP-Adapter conditions this slot on (only when the weights have one).
@@ -83,6 +90,19 @@ class BatchProgress:
                 self.dropped.add(index)
         if len(self.dropped) == len(self.controls):
             raise Cancelled()
+
+
+def seed_of_image(seed: int, index: int) -> int:
+    """The seed of image `index` of a job's variations (docs/api.md): the next seeds, wrapping
+    within 0..2**32-1, so image i of seed s is image 0 of seed s + i."""
+    return (seed + index) % 2**32
+
+
+def negative_prompt_notes(negative_prompt: str | None, guidance: float) -> list[str]:
+    """What a pipeline says of a negative prompt it was given but that cannot act."""
+    if negative_prompt and guidance <= 1:
+        return [f"the negative prompt has no effect at guidance {guidance:g} (it needs > 1)"]
+    return []
 
 
 class DiffusionPipeline(Generic[InputT]):
@@ -175,6 +195,9 @@ class DiffusionPipeline(Generic[InputT]):
         with self.cache.pipeline_for(self.spec, call.task) as pipe:
             arguments = dict(call.arguments)
             arguments["prompt"] = [slot.prompt for slot in slots]
+            if any(slot.negative_prompt for slot in slots):
+                # "" is what diffusers uses for a slot without one (the unconditional prompt).
+                arguments["negative_prompt"] = [slot.negative_prompt or "" for slot in slots]
             arguments["generator"] = [generator_for(slot.seed, self.cache.device) for slot in slots]
             if any(slot.image is not None for slot in slots):
                 arguments["image"] = [slot.image for slot in slots]
