@@ -56,4 +56,7 @@ def _diffusion(spec: ModelSpec) -> ServedModel:
         default_steps=default_steps if steered else None,
         default_guidance=default_guidance if steered else None,
         takes_negative_prompt=steered,
+        # The diffusion edit repaints inside a mask (inpainting, or an instruction edit kept
+        # to the mask).
+        takes_mask=spec.operation == "edit",
     )
