@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from core.served_models import BUILTIN_MODEL, Bounds, ServedModel, ServedModels
 from models.presets import PRESETS
-from models.registry import ModelSpec, find_registry, registered_operations
+from models.registry import ModelRegistry, ModelSpec, find_registry, registered_operations
 from models.settings import ModelSettings
 from pipelines.diffusion.presets import quality_settings, steering_ranges
 
@@ -25,7 +25,7 @@ def served_models(settings: ModelSettings) -> ServedModels:
     models: list[ServedModel] = []
     for operation in OPERATIONS:
         if registry is not None and operation in registered:
-            models.append(_diffusion(registry.spec(operation)))
+            models.append(_diffusion(registry, registry.spec(operation)))
         models.append(
             ServedModel(
                 id=BUILTIN_MODEL,
@@ -40,7 +40,7 @@ def served_models(settings: ModelSettings) -> ServedModels:
     return ServedModels(tuple(models))
 
 
-def _diffusion(spec: ModelSpec) -> ServedModel:
+def _diffusion(registry: ModelRegistry, spec: ModelSpec) -> ServedModel:
     steered = spec.operation in STEERED
     steps, guidance = steering_ranges(spec)
     default_steps, default_guidance = quality_settings(spec)
@@ -56,6 +56,7 @@ def _diffusion(spec: ModelSpec) -> ServedModel:
         default_steps=default_steps if steered else None,
         default_guidance=default_guidance if steered else None,
         takes_negative_prompt=steered,
+        adapters=tuple(a.name for a in registry.adapters_for(spec.id)) if steered else (),
         # The diffusion edit repaints inside a mask (inpainting, or an instruction edit kept
         # to the mask).
         takes_mask=spec.operation == "edit",

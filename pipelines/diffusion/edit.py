@@ -68,7 +68,7 @@ class DiffusionEdit(DiffusionPipeline[EditInput]):
                 arguments |= {"width": width, "height": height}
         else:
             arguments["strength"] = float(self.spec.option("strength", 0.6))
-        call = Call(task, arguments)
+        call = Call(task, arguments, adapters=first.adapters)
         for member, job in enumerate(inputs):
             source = _fitted(job, width, height)
             prompt = style_prompt(job.prompt, job.style)

@@ -73,7 +73,7 @@ class DiffusionGenerate(DiffusionPipeline[GenerateInput]):
             arguments["strength"] = init[1]
         else:
             arguments |= {"width": width, "height": height}
-        call = Call(task, arguments)
+        call = Call(task, arguments, adapters=first.adapters)
         for member, job in enumerate(inputs):
             prompt = style_prompt(job.prompt, job.style)
             start = self._start_image(job, init, width, height)

@@ -17,9 +17,9 @@ from typing import Any, Generic, TypeVar
 from PIL import Image
 
 from models.cache import ModelCache, shared_cache
-from models.registry import ModelSpec, find_registry
+from models.registry import AdapterSpec, ModelSpec, find_registry
 from models.settings import ModelSettings
-from pipelines.base import Cancelled, ImageOutput, JobControl, OutOfDeviceMemory
+from pipelines.base import Adapter, Cancelled, ImageOutput, JobControl, OutOfDeviceMemory
 from pipelines.diffusion.device import generator_for, is_out_of_memory
 
 log = logging.getLogger(__name__)
@@ -58,6 +58,8 @@ class Call:
     task: str | None
     arguments: dict[str, Any]
     slots: list[Slot] = field(default_factory=list)
+    # The LoRA adapters every slot of the call applies (batches share them).
+    adapters: tuple[Adapter, ...] = ()
 
 
 class BatchProgress:
@@ -117,9 +119,16 @@ class DiffusionPipeline(Generic[InputT]):
         spec: ModelSpec | None = None,
         cache: ModelCache | None = None,
         models: ModelSettings | None = None,
+        adapters: tuple[AdapterSpec, ...] = (),
     ) -> None:
         models = models or ModelSettings()
-        self.spec = spec or find_registry(models).spec(self.operation)
+        if spec is None:
+            registry = find_registry(models)
+            spec = registry.spec(self.operation)
+            adapters = tuple(registry.adapters_for(spec.id))
+        self.spec = spec
+        # The LoRA adapters installed for this model, loaded into its weights on first use.
+        self.adapters = {adapter.name: adapter for adapter in adapters}
         self.cache = cache or shared_cache(models)
         self.cache.ensure(self.spec, self.tasks())
         # Called with the number of images of every pipeline call (metrics, benchmarks, tests).
@@ -193,6 +202,7 @@ class DiffusionPipeline(Generic[InputT]):
 
     def _attempt(self, call: Call, slots: list[Slot], progress: BatchProgress) -> list[Image.Image]:
         with self.cache.pipeline_for(self.spec, call.task) as pipe:
+            self._apply_adapters(pipe, call.adapters)
             arguments = dict(call.arguments)
             arguments["prompt"] = [slot.prompt for slot in slots]
             if any(slot.negative_prompt for slot in slots):
@@ -230,6 +240,28 @@ class DiffusionPipeline(Generic[InputT]):
                 listener(len(slots))
             return list(self.invoke(pipe, arguments).images)
 
+    def _apply_adapters(self, pipe: Any, adapters: tuple[Adapter, ...]) -> None:
+        """Make `adapters` (at their scales) the active LoRA of these weights, and none other:
+        each is loaded into the weights once (the twins made with `from_pipe` share them) and
+        kept while the weights stay in the cache; a call without adapters turns them off."""
+        loaded = _loaded_adapters(pipe)
+        if not adapters:
+            if loaded:
+                pipe.disable_lora()
+            return
+        for adapter in adapters:
+            if adapter.name not in loaded:
+                spec = self.adapters[adapter.name]
+                log.info("loading the LoRA adapter %s into %s", adapter.name, self.spec.id)
+                pipe.load_lora_weights(
+                    str(spec.folder), weight_name=spec.weight_name, adapter_name=adapter.name
+                )
+        pipe.enable_lora()
+        pipe.set_adapters(
+            [adapter.name for adapter in adapters],
+            adapter_weights=[adapter.scale for adapter in adapters],
+        )
+
     def _ip_adapter_embeds(self, pipe: Any, slots: list[Slot], guidance: bool) -> list[Any]:
         """Image embeddings for weights with an IP-Adapter: of the call's reference (diffusers
         repeats one image's embeddings over the batch, so a call has one reference: jobs with
@@ -254,6 +286,13 @@ class DiffusionPipeline(Generic[InputT]):
     def invoke(self, pipe: Any, arguments: dict[str, Any]) -> Any:
         """The diffusers call itself (tests override it to simulate running out of memory)."""
         return pipe(**arguments)
+
+
+def _loaded_adapters(pipe: Any) -> set[str]:
+    """The LoRA adapters loaded into these weights (none for a class without LoRA support)."""
+    if not hasattr(pipe, "get_list_adapters"):
+        return set()
+    return {name for names in pipe.get_list_adapters().values() for name in names}
 
 
 def has_ip_adapter(pipe: Any) -> bool:

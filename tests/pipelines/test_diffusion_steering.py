@@ -89,6 +89,7 @@ def test_the_models_list_gives_each_diffusion_models_ranges(diffusion: Service) 
     assert tiny["steps"] == {"min": 2, "max": 100, "default": 2}
     assert tiny["guidance"] == {"min": 1, "max": 20, "default": 7.5}
     assert tiny["negativePrompt"] is True
+    assert tiny["loras"] == ["tiny-lora"]
 
 
 def test_steps_guidance_and_the_negative_prompt_reach_the_call(diffusion: Service) -> None:
@@ -126,6 +127,31 @@ def test_a_seed_makes_the_same_png_on_the_cpu(diffusion: Service) -> None:
     assert first["result"]["seed"] == again["result"]["seed"] == 4_000_000_000
     assert png_of(first) == png_of(again)
     assert png_of(other) != png_of(first)
+
+
+def test_a_lora_adapter_changes_the_picture_and_at_scale_0_changes_nothing(
+    diffusion: Service,
+) -> None:
+    body = {"prompt": "a red barn", "seed": 31}
+    lora = {"name": "tiny-lora", "scale": 1.0}
+    with diffusion.client(diffusion.new_key()) as client:
+        plain = completed(client, "/images/generate", body)
+        adapted = completed(client, "/images/generate", {**body, "loras": [lora]})
+        at_zero = completed(client, "/images/generate", {**body, "loras": [{**lora, "scale": 0}]})
+        after = completed(client, "/images/generate", body)
+        source = adapted["result"]["images"][0]["id"]
+        unfit = client.post(
+            "/images/edit", json={"imageId": source, "prompt": "snow", "loras": [lora]}
+        )
+    assert "LoRA tiny-lora at scale 1" in adapted["notes"]
+    assert png_of(adapted) != png_of(plain)
+    assert png_of(at_zero) == png_of(plain)
+    # Loaded once and kept, the adapter is off again for a job without it.
+    assert png_of(after) == png_of(plain)
+    assert unfit.status_code == 400
+    assert unfit.json()["error"]["details"] == {
+        "loras[0].name": "no adapter 'tiny-lora' fits the model pix2pix (installed for it: none)"
+    }
 
 
 def test_a_job_naming_the_builtin_model_runs_the_builtin_painter(diffusion: Service) -> None:
