@@ -109,7 +109,8 @@ class ServedModels:
             if not found:
                 listed = ", ".join(candidate.id for candidate in served)
                 raise InvalidInput(
-                    {"model": f"not served here; the models for {operation} are: {listed}"}
+                    {"model": f"not served here; the models for {operation} are: {listed}"},
+                    "The model asked for is not served here",
                 )
             model = found[0]
         problems: dict[str, str] = {}
@@ -132,5 +133,5 @@ class ServedModels:
         if steering.mask and not model.takes_mask:
             problems["mask"] = f"the model {model.id} does not take a mask"
         if problems:
-            raise InvalidInput(problems)
+            raise InvalidInput(problems, f"The model {model.id} cannot run these settings")
         return model
