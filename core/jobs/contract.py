@@ -153,13 +153,29 @@ AdapterScale = Annotated[float, Field(ge=0, le=2)]
 MAX_ADAPTERS = 4
 
 
+def at_default(model: BaseModel, names: frozenset[str]) -> set[str]:
+    """Which of the fields `names` hold their default: extensions a dump leaves out, so that
+    what was written before they existed is written (and hashed) as it always was."""
+    fields = type(model).model_fields
+    return {
+        name
+        for name in names
+        if getattr(model, name) == fields[name].get_default(call_default_factory=True)
+    }
+
+
 class Stored(BaseModel):
-    """A part of a job row's JSON: Python names, the stored camelCase keys as aliases."""
+    """A part of a job row's JSON: Python names, the stored camelCase keys as aliases. Fields
+    added later (`EXTENSIONS`) are stored only when set, so older rows round-trip unchanged."""
 
     model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, frozen=True)
 
+    EXTENSIONS: ClassVar[frozenset[str]] = frozenset()
+
     def stored(self) -> dict[str, Any]:
-        return self.model_dump(mode="json", by_alias=True)
+        return self.model_dump(
+            mode="json", by_alias=True, exclude=at_default(self, self.EXTENSIONS)
+        )
 
 
 # Inputs: what a worker needs, resolved at create time (images already in our storage).
@@ -212,6 +228,8 @@ class GenerateJobInputs(Stored):
     guidance: float | None = None
     loras: list[AppliedAdapter] = Field(default_factory=list)
 
+    EXTENSIONS = frozenset({"model", "negative_prompt", "steps", "guidance", "loras"})
+
 
 class EditJobInputs(Stored):
     operation: ClassVar[Operation] = Operation.EDIT
@@ -233,6 +251,8 @@ class EditJobInputs(Stored):
     loras: list[AppliedAdapter] = Field(default_factory=list)
     # White: repaint; black: keep (the source's size).
     mask: InputImage | None = None
+
+    EXTENSIONS = frozenset({"model", "negative_prompt", "steps", "guidance", "loras", "mask"})
 
 
 class ReframeJobInputs(Stored):
@@ -346,13 +366,17 @@ class ImagesResult(Stored):
     images: list[StoredImage]
     # The seed the job ran with (given or drawn): image i of variations used its derivation.
     seed: int | None = None
-    # The model that made it (a catalogue id).
+    # The model that made it (an id of GET /v1/models).
     model: str | None = None
+
+    EXTENSIONS = frozenset({"seed", "model"})
 
 
 class VideoResult(Stored):
     video: StoredVideo
     seed: int | None = None
+
+    EXTENSIONS = frozenset({"seed"})
 
 
 class StyleResult(Stored):

@@ -35,6 +35,7 @@ from core.jobs.contract import (
     UUIDString,
     Variations,
     VideoResolution,
+    at_default,
 )
 
 
@@ -63,14 +64,7 @@ class RequestModel(BaseModel):
         default is left out, so a request without extensions hashes (idempotency) as it
         always did."""
         return self.model_dump(
-            mode="json",
-            by_alias=True,
-            exclude={
-                name
-                for name in self.EXTENSIONS
-                if getattr(self, name)
-                == type(self).model_fields[name].get_default(call_default_factory=True)
-            },
+            mode="json", by_alias=True, exclude=at_default(self, self.EXTENSIONS)
         )
 
     # The optional fields this service adds to SPEC.md's bodies (see `extension`).
