@@ -32,6 +32,7 @@ from gateway.jobs.router import router as jobs_router
 from gateway.limits import RateLimitMiddleware
 from gateway.metrics import MetricsMiddleware
 from gateway.middleware import AuthMiddleware
+from gateway.models.router import router as models_router
 from gateway.nul import NulCharacterMiddleware
 from gateway.openapi import install_openapi, operation_id
 from gateway.runtime import Gateway
@@ -123,6 +124,7 @@ def create_app(gateway: Gateway) -> FastAPI:
         styles_router,
         uploads_router,
         account_router,
+        models_router,
     ):
         app.include_router(router, prefix="/v1", dependencies=[Depends(single_query_values)])
     app.include_router(files.router)
