@@ -36,6 +36,9 @@ class Preset:
     smallest_gpu: str = ""
     gated: bool = False
     offload: str = "none"
+    # What a create may ask (`steps`, `guidance`); None: the family's ranges.
+    steps_range: tuple[int, int] | None = None
+    guidance_range: tuple[float, float] | None = None
     # The registry's `tuning` table (models/tuning.py): what is known to help it on CUDA.
     tuning: dict[str, Any] = field(default_factory=dict)
     options: dict[str, Any] = field(default_factory=dict)
@@ -64,6 +67,10 @@ class Preset:
         entry |= {"batch_limit": self.batch_limit, "memory_gb": self.memory_gb}
         if self.offload != "none":
             entry["offload"] = self.offload
+        if self.steps_range:
+            entry["steps_range"] = list(self.steps_range)
+        if self.guidance_range:
+            entry["guidance_range"] = list(self.guidance_range)
         if self.tuning:
             entry["tuning"] = dict(self.tuning)
         if self.options:
@@ -108,9 +115,10 @@ _WAN_CONFIGS = ("scheduler", "tokenizer", "image_processor")
 
 
 # What diffusers' guide to faster text-to-image inference finds to help a UNet model on CUDA
-# (https://huggingface.co/docs/diffusers/tutorials/fast_diffusion): channels-last memory, fused
-# QKV projections and torch.compile of the UNet. Compiled on CUDA only, at warm-up.
-_COMPILED_UNET: dict[str, Any] = {"compile": "denoiser", "channels_last": True, "fuse_qkv": True}
+# (https://huggingface.co/docs/diffusers/tutorials/fast_diffusion): channels-last memory and
+# torch.compile of the UNet (compiled on CUDA only, at warm-up). Not its fused QKV projections:
+# a LoRA adapter (docs/models.md) is loaded into the unfused ones, which fusing bypasses.
+_COMPILED_UNET: dict[str, Any] = {"compile": "denoiser", "channels_last": True}
 
 
 PRESETS: tuple[Preset, ...] = (
@@ -133,6 +141,9 @@ PRESETS: tuple[Preset, ...] = (
         memory_gb=3.1,
         download_gb=2.6,
         smallest_gpu="4 GB at batch 1, tight (6 GB for batch 4), or a CPU",
+        # A distilled model: guidance off, and more steps do not help.
+        steps_range=(1, 4),
+        guidance_range=(0.0, 0.0),
         tuning=_COMPILED_UNET,
         options={"steps": {"low": 1, "medium": 2, "high": 4}, "guidance": 0.0, "resolution": 512},
     ),
@@ -171,6 +182,8 @@ PRESETS: tuple[Preset, ...] = (
         memory_gb=34.0,
         download_gb=33.7,
         smallest_gpu="40 GB (24 GB with offload, slower)",
+        steps_range=(1, 4),
+        guidance_range=(0.0, 0.0),
         options={"steps": {"low": 2, "medium": 4, "high": 4}, "guidance": 0.0},
     ),
     Preset(

@@ -58,6 +58,9 @@ class CompiledShapes:
     name: str
     ready: set[tuple[Any, ...]] = field(default_factory=set)
     warming: bool = False
+    # Set while a call runs with LoRA layers in the weights: the compiled graphs were traced
+    # without them (running them would recompile inside the job), so that call runs eagerly.
+    eager_only: bool = False
     eager_calls: int = 0
 
 
@@ -92,6 +95,9 @@ def compile_by_shape(module: Any, name: str) -> CompiledShapes:
     @functools.wraps(eager)
     def forward(*args: Any, **kwargs: Any) -> Any:
         key = shape_key(args, kwargs)
+        if shapes.eager_only:
+            shapes.eager_calls += 1
+            return eager(*args, **kwargs)
         if key in shapes.ready:
             return compiled(*args, **kwargs)
         if shapes.warming:
@@ -156,6 +162,19 @@ def compiled_shapes(pipe: Any) -> list[CompiledShapes]:
             if isinstance(shapes, CompiledShapes):
                 found[id(shapes)] = shapes
     return list(found.values())
+
+
+@contextmanager
+def eagerly(pipe: Any, when: bool = True) -> Iterator[None]:
+    """Inside (when `when`): the pipeline's compiled modules run eagerly."""
+    shapes = compiled_shapes(pipe) if when else []
+    for each in shapes:
+        each.eager_only = True
+    try:
+        yield
+    finally:
+        for each in shapes:
+            each.eager_only = False
 
 
 @contextmanager

@@ -169,5 +169,8 @@ def finish(client: Client, job: Job, output: Path, preview: Path | None = None) 
     """Follows a generation to its end (its live preview written to `preview`, when given) and
     writes its images or video under `output`."""
     done = follow(client, job, preview)
+    if done.result is not None and done.result.seed is not None:
+        # On standard error: standard output stays the files written.
+        err().print(f"seed {done.result.seed} (the same command with --seed remakes it)")
     for path in done.download(output):
         typer.echo(str(path))
