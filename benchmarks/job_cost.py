@@ -58,11 +58,13 @@ and read once more when done, as a client does. Before each kind the counters ar
 it they are read and divided by N. The fleet's background (heartbeats, the sweeper, Celery's
 broker polling) is measured first over {IDLE_SECONDS:.0f} s with no job and subtracted at its
 rate over each kind's wall time. Statements: `pg_stat_statements` calls in the service's
-database; transactions: its COMMITs and ROLLBACKs; WAL: `pg_current_wal_lsn()` before and after
+database (top-level: what the service sends, not the foreign-key checks they fire); transactions: its explicit COMMITs and ROLLBACKs (a statement that commits by itself, such as
+the claim and the completion on PostgreSQL, is a transaction too but is not counted there); WAL: `pg_current_wal_lsn()` before and after
 (the whole cluster's, the background's share subtracted). Redis: `INFO commandstats` calls and
 `total_net_input/output_bytes`; broker messages: the LPUSHes kombu publishes with. Store:
 requests and bytes through the counter. Gateway CPU: its process's user+system time around the
-create, around the long-polls, and around the one read after completion.
+create, around the long-polls, and around the one read after completion (the kernel counts it in 10 ms ticks: a
+mean over N jobs).
 """
 
 
@@ -154,9 +156,14 @@ def _minus(measured: Bill, background: Bill, seconds: float, runs: int) -> Bill:
     )
 
 
+class _QuietSiteHandler(SimpleHTTPRequestHandler):
+    def log_message(self, format: str, *args: Any) -> None:
+        """The site's requests are not the benchmark's output."""
+
+
 @contextmanager
 def _site() -> Iterator[str]:
-    handler = functools.partial(SimpleHTTPRequestHandler, directory=str(SITES))
+    handler = functools.partial(_QuietSiteHandler, directory=str(SITES))
     server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
     server.daemon_threads = True
     threading.Thread(target=server.serve_forever, daemon=True).start()
