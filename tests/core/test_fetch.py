@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 
+from benchmarks.testkit.images import image_bytes
 from core.fetch import FetchPolicy, FetchRefused, fetch, parse_allow_list, refusal_reason
 from core.settings import Settings
-from tests.support.images import image_bytes
 from tests.support.web import IMAGE_COLOUR, WebServer, web_server
 
 

@@ -19,11 +19,12 @@ import numpy as np
 import pytest
 from PIL import Image
 
+from benchmarks.testkit.waits import wait_until
 from tests.conftest import COMMON_ENV
 from tests.support import diffusion_images
 from tests.support.fleet import sample_value
 from tests.support.http_jobs import create, status_of, wait_done
-from tests.support.service import Mode, Service, running_service, wait_until
+from tests.support.service import Mode, Service, running_service
 
 pytestmark = pytest.mark.slow
 

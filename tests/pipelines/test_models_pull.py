@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 from huggingface_hub.utils import filter_repo_objects
 
+from benchmarks.testkit.waits import wait_until
 from models.presets import BY_NAME, PRESETS
 from models.registry import load_registry
 from models.settings import ModelSettings
@@ -33,7 +34,7 @@ from tests.support.model_hub import (
     standin_hub,
     tiny_repositories,
 )
-from tests.support.service import REPO, wait_until
+from tests.support.service import REPO
 from tests.support.threads import ONE_THREAD
 
 SD_TURBO = BY_NAME["sd-turbo"]
@@ -390,7 +391,7 @@ def test_a_worker_serves_the_registered_operations_with_diffusion_and_the_rest_b
         "generate": DIFFUSION["generate"],
         "upscale": DIFFUSION["upscale"],
     }
-    override = "tests.support.pipelines:ControllableGenerate"
+    override = "benchmarks.testkit.pipelines:ControllableGenerate"
     overridden = PipelineRegistry({"generate": override}, models)
     assert overridden.target("generate") == override  # SFUMATO_PIPELINES stays an override
     assert overridden.target("upscale") == DIFFUSION["upscale"]
