@@ -5,6 +5,7 @@ their own sections)."""
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import os
 import signal
 import sys
@@ -50,6 +51,10 @@ BENCHMARKS: dict[str, Callable[[Options], Section]] = {
     "startup": startup.run,
 }
 DOC = REPO / "docs" / "benchmarks.md"
+# What a benchmark needs beyond the service's own dependencies (the dev extras): `chaos` runs
+# moto's S3 server as its object store.
+NEEDS: dict[str, tuple[str, ...]] = {"chaos": ("moto",)}
+INSTALL_DEV = "pip install -e '.[dev]' (or `make dev`)"
 
 
 def main(argv: list[str]) -> int:
@@ -65,6 +70,18 @@ def main(argv: list[str]) -> int:
     unknown = [name for name in arguments.names if name not in BENCHMARKS]
     if unknown:
         parser.error(f"no benchmark {', '.join(unknown)} (there are {', '.join(BENCHMARKS)})")
+    missing = {
+        name: absent
+        for name in arguments.names or list(BENCHMARKS)
+        if (absent := [module for module in NEEDS.get(name, ()) if not _installed(module)])
+    }
+    if missing:
+        for name, absent in missing.items():
+            print(
+                f"error: `{name}` needs {', '.join(absent)}, from the dev extras", file=sys.stderr
+            )
+        print(f"install them with {INSTALL_DEV}, or name other benchmarks", file=sys.stderr)
+        return 2
     if arguments.device:
         os.environ["SFUMATO_MODEL_DEVICE"] = arguments.device
     raise_fd_limit()
@@ -100,6 +117,13 @@ def main(argv: list[str]) -> int:
         if section.last_line:
             print(section.last_line, flush=True)
     return 1 if failures else 0
+
+
+def _installed(module: str) -> bool:
+    try:
+        return importlib.util.find_spec(module) is not None
+    except ModuleNotFoundError:
+        return False
 
 
 def _exit_on_sigterm(signum: int, _frame: FrameType | None) -> None:
