@@ -8,7 +8,15 @@ from typing import Annotated
 
 import typer
 
-from sfumato.cli.remote import ApiKeyOption, ApiUrlOption, OutputOption, choice, connected, finish
+from sfumato.cli.remote import (
+    ApiKeyOption,
+    ApiUrlOption,
+    JsonOption,
+    OutputOption,
+    choice,
+    connected,
+    finish,
+)
 
 CURRENT_DIRECTORY = Path(".")
 AudioOption = Annotated[
@@ -54,6 +62,7 @@ def generate(
     output: OutputOption = CURRENT_DIRECTORY,
     api_url: ApiUrlOption = None,
     api_key: ApiKeyOption = None,
+    as_json: JsonOption = False,
 ) -> None:
     """Generate images from a prompt and save them."""
     with connected(api_url, api_key) as client:
@@ -66,7 +75,7 @@ def generate(
             references=ref or None,
             variations=variations,
         )
-        finish(client, job, output)
+        finish(client, job, output, as_json)
 
 
 def edit(
@@ -80,11 +89,12 @@ def edit(
     output: OutputOption = CURRENT_DIRECTORY,
     api_url: ApiUrlOption = None,
     api_key: ApiKeyOption = None,
+    as_json: JsonOption = False,
 ) -> None:
     """Edit a prior image (a job id or an image id) with a prompt."""
     with connected(api_url, api_key) as client:
         job = client.images.edit(image_id, prompt, references=ref or None, style_id=style)
-        finish(client, job, output)
+        finish(client, job, output, as_json)
 
 
 def reframe(
@@ -102,10 +112,11 @@ def reframe(
     output: OutputOption = CURRENT_DIRECTORY,
     api_url: ApiUrlOption = None,
     api_key: ApiKeyOption = None,
+    as_json: JsonOption = False,
 ) -> None:
     """Reframe a prior image to another aspect ratio."""
     with connected(api_url, api_key) as client:
-        finish(client, client.images.resize(image_id, ratio, resolution), output)
+        finish(client, client.images.resize(image_id, ratio, resolution), output, as_json)
 
 
 def upscale(
@@ -116,10 +127,11 @@ def upscale(
     output: OutputOption = CURRENT_DIRECTORY,
     api_url: ApiUrlOption = None,
     api_key: ApiKeyOption = None,
+    as_json: JsonOption = False,
 ) -> None:
     """Upscale a prior image."""
     with connected(api_url, api_key) as client:
-        finish(client, client.images.upscale(image_id, resolution), output)
+        finish(client, client.images.upscale(image_id, resolution), output, as_json)
 
 
 def animate(
@@ -132,6 +144,7 @@ def animate(
     output: OutputOption = CURRENT_DIRECTORY,
     api_url: ApiUrlOption = None,
     api_key: ApiKeyOption = None,
+    as_json: JsonOption = False,
 ) -> None:
     """Animate one image (a local file, uploaded first, a URL or an id) into a clip."""
     with connected(api_url, api_key) as client:
@@ -143,7 +156,7 @@ def animate(
             audio=audio,
             negative_prompt=negative_prompt,
         )
-        finish(client, job, output)
+        finish(client, job, output, as_json)
 
 
 def transition(
@@ -164,6 +177,7 @@ def transition(
     output: OutputOption = CURRENT_DIRECTORY,
     api_url: ApiUrlOption = None,
     api_key: ApiKeyOption = None,
+    as_json: JsonOption = False,
 ) -> None:
     """A clip moving from a START frame to an END frame (local files, URLs or ids)."""
     with connected(api_url, api_key) as client:
@@ -177,7 +191,7 @@ def transition(
             audio=audio,
             negative_prompt=negative_prompt,
         )
-        finish(client, job, output)
+        finish(client, job, output, as_json)
 
 
 COMMANDS = (generate, edit, reframe, upscale, animate, transition)

@@ -38,6 +38,10 @@ ApiKeyOption = Annotated[
     str | None,
     typer.Option("--api-key", envvar="SFUMATO_API_KEY", help="The API key.", show_default=False),
 ]
+JsonOption = Annotated[
+    bool,
+    typer.Option("--json", help="The result as one JSON document on stdout (progress on stderr)."),
+]
 OutputOption = Annotated[
     Path,
     typer.Option(
@@ -46,6 +50,18 @@ OutputOption = Annotated[
         help="A file, or a directory for the outputs (named by their ids).",
     ),
 ]
+
+
+def print_json(value: Any) -> None:
+    """The command's result for a script: one JSON document on stdout, nothing else there."""
+    import json
+
+    typer.echo(json.dumps(value, indent=2, ensure_ascii=False))
+
+
+def wire(model: Any) -> Any:
+    """A client model as the API wrote it (camelCase)."""
+    return model.model_dump(mode="json", by_alias=True)
 
 
 @cache
@@ -102,15 +118,19 @@ def connected(api_url: str | None, api_key: str | None) -> Iterator[Client]:
 def api_error(error: APIError, hint: str | None = None) -> NoReturn:
     label = error.code or (f"HTTP {error.status}" if error.status else "CONNECTION_ERROR")
     err().print(f"error: {label}: {error.message}", markup=False, soft_wrap=True)
+    # The envelope's details under the message, one a line (a field and why, or a figure).
+    for name, detail in (error.details or {}).items():
+        err().print(f"  {name}: {detail}", markup=False, soft_wrap=True)
     if hint:
         err().print(f"hint: {hint}", markup=False, soft_wrap=True)
     raise typer.Exit(EXIT_API_ERROR)
 
 
-def follow(client: Client, job: Job) -> Job:
+def follow(client: Client, job: Job, as_json: bool = False) -> Job:
     """Prints the job id, shows a progress bar until the job is terminal (the event stream,
     else long-polls) and returns it; raises JobFailedError when it failed. Ctrl-C asks whether
-    to cancel the job (otherwise it keeps running, to be found again with `sfumato jobs show`)."""
+    to cancel the job (otherwise it keeps running, to be found again with `sfumato jobs show`).
+    With `as_json` the id goes to stderr, leaving stdout to the JSON result."""
     from rich.progress import (
         BarColumn,
         Progress,
@@ -126,7 +146,7 @@ def follow(client: Client, job: Job) -> Job:
         TimeElapsedColumn(),
     )
     try:
-        typer.echo(f"job {job.id} ({job.type})")
+        typer.echo(f"job {job.id} ({job.type})", err=as_json)
         with Progress(*columns, console=err(), transient=False) as progress:
             task = progress.add_task(job.status, total=1.0)
 
@@ -151,8 +171,15 @@ def interrupted(client: Client, job: Job) -> NoReturn:
     raise typer.Exit(EXIT_INTERRUPTED)
 
 
-def finish(client: Client, job: Job, output: Path) -> None:
-    """Follows a generation to its end and writes its images or video under `output`."""
-    done = follow(client, job)
-    for path in done.download(output):
+def finish(client: Client, job: Job, output: Path, as_json: bool = False) -> None:
+    """Follows a generation to its end and writes its images or video under `output`; the
+    job's notes (what its pipeline did, and what it could not draw) go to stderr."""
+    done = follow(client, job, as_json)
+    for note in done.notes or []:
+        err().print(f"note: {note}", markup=False, soft_wrap=True)
+    paths = done.download(output)
+    if as_json:
+        print_json({"job": wire(done), "files": [str(path) for path in paths]})
+        return
+    for path in paths:
         typer.echo(str(path))

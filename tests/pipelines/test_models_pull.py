@@ -143,7 +143,8 @@ def test_pull_fetches_only_the_presets_files_and_registers_them(tmp_path: Path) 
     presets = sfumato_models(env, "presets")
     marked = [line.split()[1] for line in presets.stdout.splitlines() if line.startswith("*")]
     assert sorted(marked) == sorted(serving.values())
-    assert len(presets.stdout.splitlines()) == len(PRESETS)
+    # The header row, a line a preset, the legend.
+    assert len(presets.stdout.splitlines()) == len(PRESETS) + 2
 
     # Pulling sd-turbo again fetches nothing (its files are there) and serves generate again.
     with standin_hub("sd-turbo") as hub:
