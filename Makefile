@@ -21,12 +21,16 @@ $(BIN)/python:
 	$(BIN)/pip install -q --upgrade pip
 
 # The Python client (clients/python) is a package of its own, installed beside the service.
+# torch first: the CPU-only build on a machine without an NVIDIA GPU, unless a local wheel or an
+# installed torch already serves (tools/torch_install.py says which it chose).
 $(VENV)/.installed: pyproject.toml clients/python/pyproject.toml | $(BIN)/python
+	$(BIN)/python tools/torch_install.py
 	$(BIN)/pip install -q -e .
 	$(BIN)/pip install -q -e ./clients/python
 	touch $@
 
 $(VENV)/.installed-dev: pyproject.toml clients/python/pyproject.toml | $(BIN)/python
+	$(BIN)/python tools/torch_install.py
 	$(BIN)/pip install -q -e '.[dev]'
 	$(BIN)/pip install -q -e ./clients/python
 	touch $@ $(VENV)/.installed
