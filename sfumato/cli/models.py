@@ -109,7 +109,7 @@ def models_presets(directory: DirOption = None, as_json: JsonOption = False) -> 
             f"{'*' if row['serving'] else ' '} {row['name']:<16} {row['operation']:<10} "
             f"{row['speed']:<8}{row['model']:<50} {size:>8}  {memory:>7}  {row['licence']}{gated}"
         )
-    typer.echo("* serves its operation now")
+    typer.echo("(*: serves its operation now)")
 
 
 def _installed(settings: ModelSettings) -> list[Installed]:
@@ -132,8 +132,13 @@ def models_pull(
 ) -> None:
     """Download presets into the models directory and register them (resumable: run it again
     after an interruption). HF_TOKEN for gated models; HF_ENDPOINT for a mirror."""
+    from huggingface_hub.utils import logging as hub_logging
+
     from models.install import PullError, pull
 
+    # The hub client's own warnings (each retry of a request) would bury the one line a pull
+    # prints; its errors still arrive, as that line.
+    hub_logging.set_verbosity_error()
     settings = _settings(directory)
     failed = False
     for name in presets:

@@ -81,7 +81,7 @@ def test_presets_have_a_header_and_mark_what_serves_each_operation(tmp_path: Pat
     ]  # fmt: skip
     serving = {line.split()[2] for line in lines[1:-1] if line.startswith("*")}
     assert serving == set(OPERATIONS), "with no model pulled, a builtin serves every operation"
-    assert lines[-1] == "* serves its operation now"
+    assert lines[-1] == "(*: serves its operation now)"
 
 
 def test_presets_as_json(tmp_path: Path) -> None:
