@@ -143,7 +143,10 @@ def server_config(
         http=protocol,
         limit_concurrency=settings.max_concurrency,
         timeout_graceful_shutdown=10,
+        # uvicorn's access log stays off: `--access-log` is the gateway's own (gateway.metrics).
         access_log=False,
+        # JSON logs: uvicorn's own lines go through the root logger's JSON handler too.
+        **({"log_config": None} if settings.log_format == "json" else {}),
     )
 
 
