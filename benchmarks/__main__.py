@@ -24,6 +24,7 @@ from benchmarks import (
     diffusion_video,
     fleet,
     images,
+    job_cost,
     job_read,
     long_poll,
     startup,
@@ -49,6 +50,7 @@ BENCHMARKS: dict[str, Callable[[Options], Section]] = {
     "diffusion_video": diffusion_video.run,
     "chaos": chaos_soak.run,
     "startup": startup.run,
+    "job_cost": job_cost.run,
 }
 DOC = REPO / "docs" / "benchmarks.md"
 # What a benchmark needs beyond the service's own dependencies (the dev extras): `chaos` runs

@@ -173,8 +173,11 @@ def interrupted(client: Client, job: Job) -> NoReturn:
 
 def finish(client: Client, job: Job, output: Path, as_json: bool = False) -> None:
     """Follows a generation to its end and writes its images or video under `output`; the
-    job's notes (what its pipeline did, and what it could not draw) go to stderr."""
+    seed and the job's notes (what its pipeline did, and what it could not draw) go to stderr."""
     done = follow(client, job, as_json)
+    if done.result is not None and done.result.seed is not None:
+        # On standard error: standard output stays the files written.
+        err().print(f"seed {done.result.seed} (the same command with --seed remakes it)")
     for note in done.notes or []:
         err().print(f"note: {note}", markup=False, soft_wrap=True)
     paths = done.download(output)
