@@ -21,7 +21,7 @@ from typing import Any
 import psycopg
 import redis
 
-from benchmarks.harness import free_port
+from benchmarks.testkit.waits import free_port
 
 BUCKET = "sfumato-bench-media"
 # boto3 signs with whatever credentials it finds; moto accepts any. IMDS off, so that a missing

@@ -20,7 +20,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
-from urllib.parse import urljoin, urlsplit
+from urllib.parse import SplitResult, urljoin, urlsplit
 
 import httpx
 
@@ -177,8 +177,9 @@ def _is_address_literal(host: str) -> bool:
     return True
 
 
-def _check(url: str, policy: FetchPolicy, deadline: float) -> _Target:
-    """Parse, resolve and vet one URL; raises FetchRefused before any connection is made."""
+def _parse(url: str) -> tuple[SplitResult, str, str, int]:
+    """The URL's parts, scheme, host (IDNA) and port; FetchRefused for what is never fetched
+    whatever the host resolves to."""
     try:
         parts = urlsplit(url)
         port = parts.port
@@ -195,7 +196,30 @@ def _check(url: str, policy: FetchPolicy, deadline: float) -> _Target:
         host = parts.hostname.rstrip(".").encode("idna").decode("ascii")
     except UnicodeError:
         raise FetchRefused("the URL's host is not a valid name") from None
-    port = port or DEFAULT_PORTS[scheme]
+    return parts, scheme, host, port or DEFAULT_PORTS[scheme]
+
+
+def refusal_without_lookup(url: str, policy: FetchPolicy) -> str | None:
+    """Why `url` can never be fetched, judged without resolving any name: not a URL the
+    fetcher takes, or a literal address it refuses that the allow-list does not name. None
+    when only a fetch can tell. A create asks this so that a job that could never fetch is
+    refused before it is charged."""
+    try:
+        _, _, host, _ = _parse(url)
+    except FetchRefused as refused:
+        return str(refused)
+    if not _is_address_literal(host) or host in policy.allowed_hosts:
+        return None
+    address = ipaddress.ip_address(host)
+    if policy.allows_address(address):
+        return None
+    reason = refusal_reason(address)
+    return None if reason is None else f"{host} is {reason}"
+
+
+def _check(url: str, policy: FetchPolicy, deadline: float) -> _Target:
+    """Parse, resolve and vet one URL; raises FetchRefused before any connection is made."""
+    parts, scheme, host, port = _parse(url)
     addresses = _resolve(host, port, deadline)
     host_allowed = host in policy.allowed_hosts
     for address in addresses:

@@ -33,6 +33,9 @@ class Settings(BaseSettings):
     secret_key: str | None = None
 
     wait_seconds: float = Field(default=55.0, gt=0)
+    # The processes' log lines: `text` (for people) or `json` (one object a line, for a log
+    # collector; docs/operations.md).
+    log_format: Literal["text", "json"] = "text"
 
     # The service's public base URL (https://api.example.com): absolute URLs in answers (file and
     # upload URLs) use it, never the request's Host header. Empty: the Host header (development).

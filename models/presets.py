@@ -381,6 +381,18 @@ PRESETS: tuple[Preset, ...] = (
 )
 
 BY_NAME = {preset.name: preset for preset in PRESETS}
+# The presets' licences that forbid commercial use (the model cards say so): named wherever a
+# preset is suggested, so that nobody builds a product on one unawares.
+NON_COMMERCIAL_LICENCES = frozenset({"sai-nc-community", "flux-1-dev-non-commercial"})
+
+
+def licence_terms(licence: str) -> str:
+    """A few words on what a preset's licence allows, for a suggestion to pull it."""
+    if licence in NON_COMMERCIAL_LICENCES:
+        return "is non-commercial: research and personal use only"
+    return "allows commercial use (read its model card)"
+
+
 OPERATIONS = ("generate", "edit", "reframe", "upscale", "animate", "transition")
 # The preset the embedded server's greeting suggests: real text-to-image on a laptop's CPU.
 CPU_PRESET = "sd-turbo"

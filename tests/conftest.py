@@ -27,15 +27,17 @@ import psycopg
 import pytest
 import redis
 
+from benchmarks.testkit.pipelines import STEERABLE_PIPELINES
+from benchmarks.testkit.sites import site_server
 from pipelines.styles import Browser, Fetcher
 from tests.support.s3 import s3_server
-from tests.support.service import TEST_PIPELINES, Mode, Service, running_service
-from tests.support.styles import loopback_fetcher, session_browser, site_server
+from tests.support.service import Mode, Service, running_service
+from tests.support.styles import loopback_fetcher, session_browser
 
 POSTGRES_URL = os.environ.get("SFUMATO_TEST_POSTGRES_URL")
 REDIS_URL = os.environ.get("SFUMATO_TEST_REDIS_URL")
 COMMON_ENV = {
-    "SFUMATO_PIPELINES": TEST_PIPELINES,
+    "SFUMATO_PIPELINES": STEERABLE_PIPELINES,
     "SFUMATO_LEASE_SECONDS": "2",
     "SFUMATO_SWEEP_INTERVAL_SECONDS": "0.5",
     "SFUMATO_WAIT_SECONDS": "4",
@@ -71,7 +73,7 @@ WHOLE_MACHINE = "whole-machine"
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    """The file the steerable test pipelines log to (tests/support/pipelines.py), one per test
+    """The file the steerable test pipelines log to (benchmarks/testkit/pipelines.py), one per test
     process, inherited by the worker processes it starts."""
     folder = Path(tempfile.mkdtemp(prefix="sfumato-test-pipelines-"))
     os.environ.setdefault("SFUMATO_TEST_PIPELINE_LOG", str(folder / "events.log"))

@@ -16,6 +16,7 @@ from urllib.parse import urlsplit
 
 from core.accounts.service import Caller
 from core.errors import InvalidInput
+from core.fetch import FetchPolicy, refusal_without_lookup
 from core.jobs import service as jobs_service
 from core.jobs.contract import (
     JOB_TYPE_OF_OPERATION,
@@ -306,6 +307,12 @@ class JobCreation:
             web_page = False
         if not web_page:
             raise InvalidInput({"url": "must be an http or https URL"})
+        # The extraction's fetcher's own rules, before anything is charged.
+        settings = self.services.settings
+        policy = FetchPolicy.from_settings(settings, settings.max_image_bytes)
+        refused = refusal_without_lookup(request.url, policy)
+        if refused is not None:
+            raise InvalidInput({"url": f"{refused}: it is never fetched"})
         return _Planned(ExtractStyleJobInputs(url=request.url))
 
 

@@ -11,6 +11,7 @@ import typer
 from sfumato.cli.remote import (
     ApiKeyOption,
     ApiUrlOption,
+    JsonOption,
     OutputOption,
     PreviewOption,
     choice,
@@ -108,6 +109,7 @@ def generate(
     preview: PreviewOption = None,
     api_url: ApiUrlOption = None,
     api_key: ApiKeyOption = None,
+    as_json: JsonOption = False,
 ) -> None:
     """Generate images from a prompt and save them."""
     loras = adapters(lora)
@@ -127,7 +129,7 @@ def generate(
             model=model,
             loras=loras,
         )
-        finish(client, job, output, preview)
+        finish(client, job, output, preview, as_json)
 
 
 def edit(
@@ -155,6 +157,7 @@ def edit(
     preview: PreviewOption = None,
     api_url: ApiUrlOption = None,
     api_key: ApiKeyOption = None,
+    as_json: JsonOption = False,
 ) -> None:
     """Edit a prior image (a job id or an image id) with a prompt."""
     loras = adapters(lora)
@@ -172,7 +175,7 @@ def edit(
             loras=loras,
             mask=mask,
         )
-        finish(client, job, output, preview)
+        finish(client, job, output, preview, as_json)
 
 
 def reframe(
@@ -192,11 +195,12 @@ def reframe(
     preview: PreviewOption = None,
     api_url: ApiUrlOption = None,
     api_key: ApiKeyOption = None,
+    as_json: JsonOption = False,
 ) -> None:
     """Reframe a prior image to another aspect ratio."""
     with connected(api_url, api_key) as client:
         finish(
-            client, client.images.resize(image_id, ratio, resolution, seed=seed), output, preview
+            client, client.images.resize(image_id, ratio, resolution, seed=seed), output, as_json
         )
 
 
@@ -210,10 +214,13 @@ def upscale(
     preview: PreviewOption = None,
     api_url: ApiUrlOption = None,
     api_key: ApiKeyOption = None,
+    as_json: JsonOption = False,
 ) -> None:
     """Upscale a prior image."""
     with connected(api_url, api_key) as client:
-        finish(client, client.images.upscale(image_id, resolution, seed=seed), output, preview)
+        finish(
+            client, client.images.upscale(image_id, resolution, seed=seed), output, preview, as_json
+        )
 
 
 def animate(
@@ -228,6 +235,7 @@ def animate(
     preview: PreviewOption = None,
     api_url: ApiUrlOption = None,
     api_key: ApiKeyOption = None,
+    as_json: JsonOption = False,
 ) -> None:
     """Animate one image (a local file, uploaded first, a URL or an id) into a clip."""
     with connected(api_url, api_key) as client:
@@ -240,7 +248,7 @@ def animate(
             negative_prompt=negative_prompt,
             seed=seed,
         )
-        finish(client, job, output, preview)
+        finish(client, job, output, preview, as_json)
 
 
 def transition(
@@ -263,6 +271,7 @@ def transition(
     preview: PreviewOption = None,
     api_url: ApiUrlOption = None,
     api_key: ApiKeyOption = None,
+    as_json: JsonOption = False,
 ) -> None:
     """A clip moving from a START frame to an END frame (local files, URLs or ids)."""
     with connected(api_url, api_key) as client:
@@ -277,7 +286,7 @@ def transition(
             negative_prompt=negative_prompt,
             seed=seed,
         )
-        finish(client, job, output, preview)
+        finish(client, job, output, preview, as_json)
 
 
 COMMANDS = (generate, edit, reframe, upscale, animate, transition)

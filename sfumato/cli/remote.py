@@ -38,6 +38,10 @@ ApiKeyOption = Annotated[
     str | None,
     typer.Option("--api-key", envvar="SFUMATO_API_KEY", help="The API key.", show_default=False),
 ]
+JsonOption = Annotated[
+    bool,
+    typer.Option("--json", help="The result as one JSON document on stdout (progress on stderr)."),
+]
 OutputOption = Annotated[
     Path,
     typer.Option(
@@ -54,6 +58,18 @@ PreviewOption = Annotated[
         "each time it changes.",
     ),
 ]
+
+
+def print_json(value: Any) -> None:
+    """The command's result for a script: one JSON document on stdout, nothing else there."""
+    import json
+
+    typer.echo(json.dumps(value, indent=2, ensure_ascii=False))
+
+
+def wire(model: Any) -> Any:
+    """A client model as the API wrote it (camelCase)."""
+    return model.model_dump(mode="json", by_alias=True)
 
 
 @cache
@@ -110,16 +126,20 @@ def connected(api_url: str | None, api_key: str | None) -> Iterator[Client]:
 def api_error(error: APIError, hint: str | None = None) -> NoReturn:
     label = error.code or (f"HTTP {error.status}" if error.status else "CONNECTION_ERROR")
     err().print(f"error: {label}: {error.message}", markup=False, soft_wrap=True)
+    # The envelope's details under the message, one a line (a field and why, or a figure).
+    for name, detail in (error.details or {}).items():
+        err().print(f"  {name}: {detail}", markup=False, soft_wrap=True)
     if hint:
         err().print(f"hint: {hint}", markup=False, soft_wrap=True)
     raise typer.Exit(EXIT_API_ERROR)
 
 
-def follow(client: Client, job: Job, preview: Path | None = None) -> Job:
+def follow(client: Client, job: Job, preview: Path | None = None, as_json: bool = False) -> Job:
     """Prints the job id, shows a progress bar until the job is terminal (the event stream,
     else long-polls) and returns it; raises JobFailedError when it failed. Ctrl-C asks whether
     to cancel the job (otherwise it keeps running, to be found again with `sfumato jobs show`).
-    `preview`: the job's live preview is written there each time it changes."""
+    `preview`: the job's live preview is written there each time it changes. With `as_json` the
+    id goes to stderr, leaving stdout to the JSON result."""
     from rich.progress import (
         BarColumn,
         Progress,
@@ -135,7 +155,7 @@ def follow(client: Client, job: Job, preview: Path | None = None) -> Job:
         TimeElapsedColumn(),
     )
     try:
-        typer.echo(f"job {job.id} ({job.type})")
+        typer.echo(f"job {job.id} ({job.type})", err=as_json)
         with Progress(*columns, console=err(), transient=False) as progress:
             task = progress.add_task(job.status, total=1.0)
 
@@ -165,12 +185,21 @@ def interrupted(client: Client, job: Job) -> NoReturn:
     raise typer.Exit(EXIT_INTERRUPTED)
 
 
-def finish(client: Client, job: Job, output: Path, preview: Path | None = None) -> None:
+def finish(
+    client: Client, job: Job, output: Path, preview: Path | None = None, as_json: bool = False
+) -> None:
     """Follows a generation to its end (its live preview written to `preview`, when given) and
-    writes its images or video under `output`."""
-    done = follow(client, job, preview)
+    writes its images or video under `output`; the seed and the job's notes (what its pipeline
+    did, and what it could not draw) go to stderr."""
+    done = follow(client, job, preview, as_json)
     if done.result is not None and done.result.seed is not None:
         # On standard error: standard output stays the files written.
         err().print(f"seed {done.result.seed} (the same command with --seed remakes it)")
-    for path in done.download(output):
+    for note in done.notes or []:
+        err().print(f"note: {note}", markup=False, soft_wrap=True)
+    paths = done.download(output)
+    if as_json:
+        print_json({"job": wire(done), "files": [str(path) for path in paths]})
+        return
+    for path in paths:
         typer.echo(str(path))

@@ -14,6 +14,8 @@ import pytest
 from sqlalchemy import Connection, event, update
 from sqlalchemy.exc import OperationalError
 
+from benchmarks.testkit.outages import DiskUnavailable, SmallDisk, small_disk
+from benchmarks.testkit.waits import free_port, wait_until
 from core.accounts import api_keys, authentication
 from core.accounts import service as accounts
 from core.clock import utcnow
@@ -28,8 +30,7 @@ from core.tables import JobRow, Media
 from pipelines.base import Cancelled
 from tests.conftest import COMMON_ENV, embedded_mode
 from tests.support.http_jobs import create, status_of, wait_done
-from tests.support.outages import DiskUnavailable, SmallDisk, small_disk
-from tests.support.service import Mode, Process, Service, free_port, running_service, wait_until
+from tests.support.service import Mode, Process, Service, running_service
 from tests.support.stored_rows import job_row, ledger_kinds
 from workers.claims import Leases, claim_job
 

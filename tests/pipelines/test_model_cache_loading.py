@@ -11,10 +11,10 @@ from typing import Any
 
 import pytest
 
+from benchmarks.testkit.waits import wait_until
 from models.cache import ModelCache
 from models.once import Once
 from models.registry import ModelSpec
-from tests.support.service import wait_until
 
 
 def spec(name: str, memory_gb: float = 1.0) -> ModelSpec:

@@ -1,4 +1,4 @@
-"""A generate pipeline the tests can steer through its prompt, wrapping the real one.
+"""A generate pipeline the tests and benchmarks can steer through its prompt, wrapping the real one.
 
 `[sleep S]` at the start of a prompt makes the job take S seconds in small cancellable steps and
 then paint solid images of the promised size (fast, for tests about the job spine, not pixels);
@@ -31,6 +31,11 @@ from pipelines.base import (
 from pipelines.builtin.animate import BuiltinAnimate
 from pipelines.builtin.generate import BuiltinGenerate
 
+# `SFUMATO_PIPELINES` for a service that runs these in place of the builtin generate and animate.
+STEERABLE_PIPELINES = (
+    "generate=benchmarks.testkit.pipelines:ControllableGenerate,"
+    "animate=benchmarks.testkit.pipelines:ControllableAnimate"
+)
 SLEEP = re.compile(r"^\[sleep (\d+(?:\.\d+)?)\]")
 
 
