@@ -56,8 +56,7 @@ BENCHMARKS: dict[str, Callable[[Options], Section]] = {
 }
 DOC = REPO / "docs" / "benchmarks.md"
 # What a benchmark needs beyond the service's own dependencies (the dev extras): `chaos` and
-# `job_cost` run
-# moto's S3 server as their object store.
+# `job_cost` run moto's S3 server as their object store.
 NEEDS: dict[str, tuple[str, ...]] = {"chaos": ("moto",), "job_cost": ("moto",)}
 INSTALL_DEV = "pip install -e '.[dev]' (or `make dev`)"
 
