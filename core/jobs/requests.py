@@ -7,7 +7,7 @@ job it asks for. The bounds are the job contract's (`core/jobs/contract.py`).
 
 from __future__ import annotations
 
-from typing import Any, Self
+from typing import Annotated, Any, Self
 
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
@@ -29,6 +29,7 @@ from core.jobs.contract import (
     Variations,
     VideoResolution,
 )
+from core.webhooks.events import JobEventValue
 
 
 class RequestModel(BaseModel):
@@ -56,7 +57,48 @@ class RequestModel(BaseModel):
         return self.model_dump(mode="json", by_alias=True)
 
 
-class GenerateRequest(RequestModel):
+WebhookUrl = Annotated[
+    str,
+    Field(
+        min_length=1,
+        max_length=2048,
+        description="Where the job's events are POSTed (https; see docs/api.md \"Webhooks\")",
+    ),
+]
+WebhookEvents = Annotated[
+    list[JobEventValue],
+    Field(
+        min_length=1,
+        max_length=4,
+        description="The events sent; default `completed` and `failed`",
+    ),
+]
+
+
+class WebhookRequest(BaseModel):
+    """Extension: where to send the job's events, signed the Standard Webhooks way."""
+
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+
+    url: WebhookUrl
+    events: WebhookEvents | None = None
+
+
+class JobRequestModel(RequestModel):
+    """A create: every one may name a `webhook` (an extension; omitted, nothing changes)."""
+
+    webhook: WebhookRequest | None = None
+
+    def wire(self) -> dict[str, Any]:
+        """A `webhook` only when one was named: a create without one hashes (for its
+        Idempotency-Key) as it did before webhooks existed."""
+        wire = super().wire()
+        if self.webhook is None:
+            del wire["webhook"]
+        return wire
+
+
+class GenerateRequest(JobRequestModel):
     prompt: Prompt
     aspect_ratio: GenerateAspectRatio = "1:1"
     quality: Quality = "medium"
@@ -66,7 +108,7 @@ class GenerateRequest(RequestModel):
     variations: Variations = 1
 
 
-class EditRequest(RequestModel):
+class EditRequest(JobRequestModel):
     image_id: UUIDString
     prompt: Prompt
     style_id: UUIDString | None = None
@@ -75,18 +117,18 @@ class EditRequest(RequestModel):
 
 # A reframe (outpainting) to another aspect ratio; the API calls it a resize. (Comments, not
 # docstrings, on these: a docstring would become a description in the OpenAPI document.)
-class ResizeRequest(RequestModel):
+class ResizeRequest(JobRequestModel):
     image_id: UUIDString
     aspect_ratio: ResizeAspectRatio
     resolution: ImageResolution = "1K"
 
 
-class UpscaleRequest(RequestModel):
+class UpscaleRequest(JobRequestModel):
     image_id: UUIDString
     resolution: ImageResolution
 
 
-class ImageToVideoRequest(RequestModel):
+class ImageToVideoRequest(JobRequestModel):
     image: ImageReference
     prompt: Prompt
     duration: AnimateDuration = 6
@@ -96,7 +138,7 @@ class ImageToVideoRequest(RequestModel):
 
 
 # A transition from a start frame to an end frame.
-class FramesRequest(RequestModel):
+class FramesRequest(JobRequestModel):
     start_image: ImageReference
     end_image: ImageReference
     prompt: Prompt
@@ -108,7 +150,7 @@ class FramesRequest(RequestModel):
 
 
 # A brand style extracted from a website.
-class ExtractRequest(RequestModel):
+class ExtractRequest(JobRequestModel):
     url: PageUrl
 
 

@@ -2,7 +2,9 @@
 reservation, cancel, claim, finish, hand back; and the reads of jobs.
 
 Every transition is a compare-and-set on the row and carries its credit movement in the same
-transaction, so redelivered tasks, racing cancels and lost workers charge exactly once. These
+transaction, so redelivered tasks, racing cancels and lost workers charge exactly once; and the
+webhook deliveries it causes (`core/webhooks/outbox.py`), so none is lost or sent for a change
+that did not happen. These
 only commit: `core/jobs/lifecycle.py` calls them and then publishes what each changed (the state
 event, the task), and is what the gateway and the workers use.
 """
@@ -42,6 +44,8 @@ from core.jobs.requests import RequestModel
 from core.pagination import decode_cursor, page_of
 from core.services import Services
 from core.tables import Account, Base, JobRow, Media
+from core.webhooks import outbox
+from core.webhooks.events import JobEvent
 
 CANCELLED_MESSAGE = "Job cancelled"
 # Cancelling a job a worker already started keeps this much of its price (CONTRACT.md).
@@ -60,6 +64,8 @@ class NewJob:
     inputs: dict[str, Any]
     price: int
     parent_job_id: str | None = None
+    # The create's webhook ({"url", "events"}), checked (core/webhooks/service.job_webhook).
+    webhook: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -206,6 +212,7 @@ def insert_pending(
                 seed=secrets.randbits(31),
                 credits_reserved=new.price,
                 created_at=moment,
+                webhook=new.webhook,
             ),
         )
         credits.reserve(session, caller.account_id, job_id, new.price)
@@ -290,6 +297,7 @@ def cancel(db: Database, account_id: str, job_id: str) -> tuple[JobRow | None, b
         credits.refund(session, account_id, job.id, job.credits_reserved - kept, "cancelled")
         if kept:
             credits.settle(session, account_id, job.id, kept)
+        outbox.record(session, job.id, JobEvent.FAILED, moment)
         session.refresh(job)
         return job, True
 
@@ -302,24 +310,27 @@ def take_pending(
     holds, so a retry after a lost commit answer recovers the job at once."""
     token = token or new_id()
     moment = utcnow()
-    # One statement committing by itself: one round trip, one durable commit.
-    with db.statements() as connection:
+    # One statement and the webhooks' outbox rows it causes: one durable commit.
+    with db.write() as session:
         job = repository.set_processing(
-            connection, job_id, token, moment, moment + timedelta(seconds=lease_seconds)
+            session.connection(), job_id, token, moment, moment + timedelta(seconds=lease_seconds)
         )
+        # A claim found again by its own retry started nothing new.
+        if job is not None and job.started_at == moment:
+            outbox.record(session, job_id, JobEvent.STARTED, moment)
     return Claim(job=job, token=token) if job is not None else None
 
 
 def renew_lease(db: Database, claim: Claim, lease_seconds: float, progress: float) -> bool:
     """Keep the claim alive; False when the job was cancelled or taken from this worker."""
+    moment = utcnow()
     with db.write() as session:
-        return repository.renew_lease(
-            session,
-            claim.job.id,
-            claim.token,
-            utcnow() + timedelta(seconds=lease_seconds),
-            progress,
+        renewed = repository.renew_lease(
+            session, claim.job.id, claim.token, moment + timedelta(seconds=lease_seconds), progress
         )
+        if renewed:
+            outbox.record(session, claim.job.id, JobEvent.PROGRESS, moment)
+        return renewed
 
 
 def holds_claim(db: Database, claim: Claim) -> bool:
@@ -339,10 +350,10 @@ def complete(
     """processing -> completed, settling the charge, with the media and any other rows the job
     made (a saved style) in the same transaction; False if cancelled or lost meanwhile.
 
-    On PostgreSQL a job without other rows completes in one statement committing by itself
-    (`repository.COMPLETE`: one round trip, one durable commit); SQLite, which has no
+    On PostgreSQL a job without other rows completes in one statement (`repository.COMPLETE`:
+    one round trip), committed with the webhooks' outbox rows it causes; SQLite, which has no
     data-modifying CTEs, and a job with other rows (ORM objects) write the same rows with
-    `repository.complete_in_transaction`'s statements in one transaction."""
+    `repository.complete_in_transaction`'s statements. One transaction either way."""
     job = claim.job
     completion = repository.Completion(
         job_id=job.id,
@@ -354,16 +365,15 @@ def complete(
         entry_id=new_id(),
         reason=credits.settle_reason(job.credits_reserved),
     )
-    if not records and not db.is_sqlite:
-        with db.statements() as connection:
-            if repository.complete(connection, completion):
-                return True
-        with db.read() as session:
-            return _ended_by(session, claim, JobStatus.COMPLETED)
     with db.write() as session:
-        if not repository.complete_in_transaction(session.connection(), completion):
+        if not records and not db.is_sqlite:
+            completed = repository.complete(session.connection(), completion)
+        else:
+            completed = repository.complete_in_transaction(session.connection(), completion)
+        if not completed:
             return _ended_by(session, claim, JobStatus.COMPLETED)
         session.add_all(records)
+        outbox.record(session, job.id, JobEvent.COMPLETED, completion.moment)
         return True
 
 
@@ -405,6 +415,7 @@ def _fail_and_refund(
     ):
         return False
     credits.refund(session, job.account_id, job.id, job.credits_reserved, "failed")
+    outbox.record(session, job.id, JobEvent.FAILED, moment)
     return True
 
 

@@ -1,0 +1,177 @@
+"""SQL for webhooks: endpoints, the deliveries' outbox (claimed with SKIP LOCKED) and attempts."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import Row, insert, select, update
+from sqlalchemy.orm import Session
+
+from core.tables import Account, JobRow, WebhookAttempt, WebhookDelivery, WebhookEndpoint
+
+PENDING = "pending"
+DELIVERED = "delivered"
+FAILED = "failed"
+
+
+def add_endpoint(session: Session, endpoint: WebhookEndpoint) -> WebhookEndpoint:
+    session.add(endpoint)
+    session.flush()
+    return endpoint
+
+
+def endpoints_of(session: Session, account_id: str) -> Sequence[WebhookEndpoint]:
+    return session.scalars(
+        select(WebhookEndpoint)
+        .where(WebhookEndpoint.account_id == account_id)
+        .order_by(WebhookEndpoint.created_at, WebhookEndpoint.id)
+    ).all()
+
+
+def count_endpoints(session: Session, account_id: str) -> int:
+    return len(endpoints_of(session, account_id))
+
+
+def endpoint_owned(
+    session: Session, account_id: str, endpoint_id: str, *, for_update: bool = False
+) -> WebhookEndpoint | None:
+    query = select(WebhookEndpoint).where(
+        WebhookEndpoint.id == endpoint_id, WebhookEndpoint.account_id == account_id
+    )
+    if for_update:
+        query = query.with_for_update()
+    return session.scalars(query).first()
+
+
+def delete_endpoint(session: Session, endpoint: WebhookEndpoint, moment: datetime) -> None:
+    """Its waiting deliveries fail (their secret goes with it); sent ones stay in the job's
+    history, no longer naming it."""
+    session.execute(
+        update(WebhookDelivery)
+        .where(WebhookDelivery.endpoint_id == endpoint.id, WebhookDelivery.status == PENDING)
+        .values(status=FAILED, finished_at=moment, last_error="the endpoint was deleted")
+    )
+    session.execute(
+        update(WebhookDelivery)
+        .where(WebhookDelivery.endpoint_id == endpoint.id)
+        .values(endpoint_id=None)
+    )
+    session.delete(endpoint)
+
+
+def set_account_secret(session: Session, account_id: str, secret: str) -> None:
+    session.execute(update(Account).where(Account.id == account_id).values(webhook_secret=secret))
+
+
+def account_secret(session: Session, account_id: str) -> str | None:
+    return session.scalar(select(Account.webhook_secret).where(Account.id == account_id))
+
+
+JOB_STATE_COLUMNS = (
+    JobRow.id,
+    JobRow.account_id,
+    JobRow.type,
+    JobRow.status,
+    JobRow.created_at,
+    JobRow.result,
+    JobRow.error,
+    JobRow.progress,
+    JobRow.message,
+    JobRow.webhook,
+)
+
+
+def job_state(session: Session, job_id: str) -> Row[Any] | None:
+    """The job's columns as this transaction sees them (after its change)."""
+    return session.execute(select(*JOB_STATE_COLUMNS).where(JobRow.id == job_id)).first()
+
+
+def enabled_endpoints(session: Session, account_id: str) -> Sequence[Row[Any]]:
+    return session.execute(
+        select(WebhookEndpoint.id, WebhookEndpoint.url, WebhookEndpoint.events).where(
+            WebhookEndpoint.account_id == account_id, WebhookEndpoint.disabled_at.is_(None)
+        )
+    ).all()
+
+
+def add_deliveries(session: Session, deliveries: Sequence[dict[str, Any]]) -> None:
+    session.execute(insert(WebhookDelivery), list(deliveries))
+
+
+def claim_due(
+    session: Session, moment: datetime, claimed_until: datetime, limit: int
+) -> Sequence[WebhookDelivery]:
+    """The oldest due deliveries, made this deliverer's until `claimed_until` (when another may
+    take one whose sending died with its process). On PostgreSQL, rows another deliverer is
+    claiming right now are skipped (`FOR UPDATE SKIP LOCKED`), so deliverers never wait on or
+    take each other's; SQLite's write transaction is the whole database's, one claim at a time."""
+    due = session.scalars(
+        select(WebhookDelivery)
+        .where(WebhookDelivery.status == PENDING, WebhookDelivery.next_attempt_at <= moment)
+        .order_by(WebhookDelivery.next_attempt_at)
+        .limit(limit)
+        .with_for_update(skip_locked=True)
+    ).all()
+    for delivery in due:
+        delivery.next_attempt_at = claimed_until
+    return due
+
+
+def secrets_for(session: Session, deliveries: Sequence[WebhookDelivery]) -> dict[str, str | None]:
+    """The secret each delivery is signed with now, by delivery id (None: none any more)."""
+    endpoint_ids = {d.endpoint_id for d in deliveries if d.endpoint_id is not None}
+    account_ids = {d.account_id for d in deliveries if d.source == "job"}
+    endpoint_secrets = dict(
+        session.execute(
+            select(WebhookEndpoint.id, WebhookEndpoint.secret).where(
+                WebhookEndpoint.id.in_(endpoint_ids), WebhookEndpoint.disabled_at.is_(None)
+            )
+        ).tuples()
+    )
+    account_secrets = dict(
+        session.execute(
+            select(Account.id, Account.webhook_secret).where(Account.id.in_(account_ids))
+        ).tuples()
+    )
+    return {
+        d.id: (
+            account_secrets.get(d.account_id)
+            if d.source == "job"
+            else endpoint_secrets.get(d.endpoint_id or "")
+        )
+        for d in deliveries
+    }
+
+
+def get_delivery(session: Session, delivery_id: str) -> WebhookDelivery | None:
+    return session.scalars(
+        select(WebhookDelivery).where(WebhookDelivery.id == delivery_id).with_for_update()
+    ).first()
+
+
+def add_attempt(session: Session, attempt: WebhookAttempt) -> None:
+    session.add(attempt)
+
+
+def deliveries_of_job(session: Session, job_id: str) -> Sequence[WebhookDelivery]:
+    return session.scalars(
+        select(WebhookDelivery)
+        .where(WebhookDelivery.job_id == job_id)
+        .order_by(WebhookDelivery.created_at, WebhookDelivery.id)
+    ).all()
+
+
+def attempts_of(session: Session, delivery_ids: Sequence[str]) -> Sequence[WebhookAttempt]:
+    return session.scalars(
+        select(WebhookAttempt)
+        .where(WebhookAttempt.delivery_id.in_(delivery_ids))
+        .order_by(WebhookAttempt.attempted_at, WebhookAttempt.id)
+    ).all()
+
+
+def endpoint_for_update(session: Session, endpoint_id: str) -> WebhookEndpoint | None:
+    return session.scalars(
+        select(WebhookEndpoint).where(WebhookEndpoint.id == endpoint_id).with_for_update()
+    ).first()
