@@ -65,10 +65,10 @@ def job_runner(services: Services, semantics: AssetSemantics, lifecycle: JobLife
 def build_gateway(services: Services, run_workers: bool) -> Gateway:
     """What one gateway process holds; with `run_workers`, the embedded workers too."""
     from core.jobs.creation import JobCreation
+    from core.webhooks.deliverer import WebhookDeliverer
     from gateway.jobs.reads import JobReads
     from gateway.limits import RateLimiter
     from gateway.metrics import GatewayMetrics
-    from core.webhooks.deliverer import WebhookDeliverer
     from gateway.runtime import Gateway
     from gateway.webhooks.presenter import WebhookPayloads
 

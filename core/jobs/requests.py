@@ -62,7 +62,7 @@ WebhookUrl = Annotated[
     Field(
         min_length=1,
         max_length=2048,
-        description="Where the job's events are POSTed (https; see docs/api.md \"Webhooks\")",
+        description='Where the job\'s events are POSTed (https; see docs/api.md "Webhooks")',
     ),
 ]
 WebhookEvents = Annotated[

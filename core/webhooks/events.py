@@ -22,7 +22,7 @@ JobEventValue = Literal["started", "progress", "completed", "failed"]
 DEFAULT_EVENTS: tuple[JobEventValue, ...] = ("completed", "failed")
 
 
-@dataclass(frozen=True)
+@dataclass
 class JobSnapshot:
     """The columns a job's answer is made of, as they were at the event (the API's presenter
     takes it as it takes a job row)."""

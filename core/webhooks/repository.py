@@ -88,7 +88,7 @@ def job_state(session: Session, job_id: str) -> Row[Any] | None:
     return session.execute(select(*JOB_STATE_COLUMNS).where(JobRow.id == job_id)).first()
 
 
-def enabled_endpoints(session: Session, account_id: str) -> Sequence[Row[Any]]:
+def enabled_endpoints(session: Session, account_id: str) -> Sequence[Any]:
     return session.execute(
         select(WebhookEndpoint.id, WebhookEndpoint.url, WebhookEndpoint.events).where(
             WebhookEndpoint.account_id == account_id, WebhookEndpoint.disabled_at.is_(None)
