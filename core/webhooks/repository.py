@@ -123,18 +123,20 @@ def secrets_for(session: Session, deliveries: Sequence[WebhookDelivery]) -> dict
     """The secret each delivery is signed with now, by delivery id (None: none any more)."""
     endpoint_ids = {d.endpoint_id for d in deliveries if d.endpoint_id is not None}
     account_ids = {d.account_id for d in deliveries if d.source == "job"}
-    endpoint_secrets = dict(
-        session.execute(
+    endpoint_secrets: dict[str, str] = {
+        endpoint_id: secret
+        for endpoint_id, secret in session.execute(
             select(WebhookEndpoint.id, WebhookEndpoint.secret).where(
                 WebhookEndpoint.id.in_(endpoint_ids), WebhookEndpoint.disabled_at.is_(None)
             )
-        ).tuples()
-    )
-    account_secrets = dict(
-        session.execute(
+        )
+    }
+    account_secrets: dict[str, str | None] = {
+        account_id: secret
+        for account_id, secret in session.execute(
             select(Account.id, Account.webhook_secret).where(Account.id.in_(account_ids))
-        ).tuples()
-    )
+        )
+    }
     return {
         d.id: (
             account_secrets.get(d.account_id)
