@@ -8,7 +8,7 @@ from core.jobs.requests import RequestModel, WebhookEvents, WebhookUrl
 from gateway.schemas import ResponseModel
 
 
-class CreateEndpointRequest(RequestModel):
+class CreateWebhookRequest(RequestModel):
     url: WebhookUrl
     events: WebhookEvents | None = None
 
@@ -28,30 +28,30 @@ class WebhookEndpoint(ResponseModel):
     )
 
 
-class EndpointEnvelope(ResponseModel):
+class WebhookEnvelope(ResponseModel):
     data: WebhookEndpoint
 
 
-class EndpointList(ResponseModel):
+class WebhookList(ResponseModel):
     data: list[WebhookEndpoint]
 
 
-class Secret(ResponseModel):
+class WebhookSecret(ResponseModel):
     secret: str = Field(description="`whsec_...`: shown this once")
 
 
-class SecretEnvelope(ResponseModel):
-    data: Secret
+class WebhookSecretEnvelope(ResponseModel):
+    data: WebhookSecret
 
 
-class DeliveryAttempt(ResponseModel):
+class WebhookAttempt(ResponseModel):
     attemptedAt: str = Field(json_schema_extra={"format": "date-time"})
     statusCode: int | None
     error: str | None
     durationSeconds: float
 
 
-class Delivery(ResponseModel):
+class WebhookDelivery(ResponseModel):
     id: str = Field(description="The `webhook-id` of every attempt")
     event: str
     url: str
@@ -60,12 +60,12 @@ class Delivery(ResponseModel):
     createdAt: str = Field(json_schema_extra={"format": "date-time"})
     finishedAt: str | None = Field(json_schema_extra={"format": "date-time"})
     nextAttemptAt: str | None = Field(json_schema_extra={"format": "date-time"})
-    attempts: list[DeliveryAttempt]
+    attempts: list[WebhookAttempt]
 
 
-class DeliveryEnvelope(ResponseModel):
-    data: Delivery
+class WebhookDeliveryEnvelope(ResponseModel):
+    data: WebhookDelivery
 
 
-class DeliveryList(ResponseModel):
-    data: list[Delivery]
+class WebhookDeliveryList(ResponseModel):
+    data: list[WebhookDelivery]

@@ -37,6 +37,10 @@ RESPONSES: dict[str, type[BaseModel]] = {
     "AccountView": models.Account,
     "PlanRef": models.Plan,
     "PlanLimits": models.PlanLimits,
+    "WebhookEndpoint": models.WebhookEndpoint,
+    "WebhookSecret": models.WebhookSecret,
+    "WebhookAttempt": models.WebhookAttempt,
+    "WebhookDelivery": models.WebhookDelivery,
 }
 # Served request body -> the client model that writes it.
 REQUESTS: dict[str, type[BaseModel]] = {
@@ -50,6 +54,8 @@ REQUESTS: dict[str, type[BaseModel]] = {
     "SearchRequest": models.SearchRequest,
     "LinkAssetsRequest": models.LinkAssetsRequest,
     "PresignRequest": models.PresignRequest,
+    "WebhookRequest": models.Webhook,
+    "CreateWebhookRequest": models.CreateWebhookRequest,
 }
 # Wrappers the client unwraps (`data`, and `nextCursor` that its iterators follow).
 ENVELOPES = {
@@ -63,6 +69,11 @@ ENVELOPES = {
     "PresignEnvelope": {"data"},
     "UploadEnvelope": {"data"},
     "AccountEnvelope": {"data"},
+    "WebhookEnvelope": {"data"},
+    "WebhookList": {"data"},
+    "WebhookSecretEnvelope": {"data"},
+    "WebhookDeliveryEnvelope": {"data"},
+    "WebhookDeliveryList": {"data"},
     "ErrorEnvelope": {"error"},
 }
 

@@ -42,6 +42,9 @@ from sfumato_client.models import (
     StyleAsset,
     StyleSummary,
     Upload,
+    Webhook,
+    WebhookDelivery,
+    WebhookEndpoint,
 )
 
 __all__ = [
@@ -75,4 +78,7 @@ __all__ = [
     "Upload",
     "UsageLimitError",
     "ValidationError",
+    "Webhook",
+    "WebhookDelivery",
+    "WebhookEndpoint",
 ]

@@ -201,6 +201,15 @@ class Account(APIModel):
 # Request bodies
 
 
+class Webhook(RequestBody):
+    """Where a job's events are POSTed, signed with the account's webhook secret
+    (`client.webhooks.rotate_account_secret()`); `events` among started, progress, completed,
+    failed (the server's default: completed and failed)."""
+
+    url: str
+    events: list[str] | None = None
+
+
 class GenerateRequest(RequestBody):
     prompt: str
     aspect_ratio: str | None = None
@@ -209,6 +218,7 @@ class GenerateRequest(RequestBody):
     style_id: str | None = None
     references: list[str] | None = None
     variations: int | None = None
+    webhook: Webhook | None = None
 
 
 class EditRequest(RequestBody):
@@ -216,17 +226,20 @@ class EditRequest(RequestBody):
     prompt: str
     style_id: str | None = None
     references: list[str] | None = None
+    webhook: Webhook | None = None
 
 
 class ResizeRequest(RequestBody):
     image_id: str
     aspect_ratio: str
     resolution: str | None = None
+    webhook: Webhook | None = None
 
 
 class UpscaleRequest(RequestBody):
     image_id: str
     resolution: str
+    webhook: Webhook | None = None
 
 
 class ImageToVideoRequest(RequestBody):
@@ -236,6 +249,7 @@ class ImageToVideoRequest(RequestBody):
     resolution: str | None = None
     audio: bool | None = None
     negative_prompt: str | None = None
+    webhook: Webhook | None = None
 
 
 class FramesRequest(RequestBody):
@@ -247,10 +261,12 @@ class FramesRequest(RequestBody):
     resolution: str | None = None
     audio: bool | None = None
     negative_prompt: str | None = None
+    webhook: Webhook | None = None
 
 
 class ExtractRequest(RequestBody):
     url: str
+    webhook: Webhook | None = None
 
 
 class SearchRequest(RequestBody):
@@ -265,3 +281,45 @@ class LinkAssetsRequest(RequestBody):
 class PresignRequest(RequestBody):
     filename: str
     content_type: str
+
+
+# Webhooks
+
+
+class WebhookEndpoint(APIModel):
+    id: str
+    url: str
+    events: list[str]
+    created_at: str
+    disabled_at: str | None
+    disabled_reason: str | None
+    # Only in the answer that made it (or rotated it).
+    secret: str | None = None
+
+
+class WebhookSecret(APIModel):
+    secret: str
+
+
+class WebhookAttempt(APIModel):
+    attempted_at: str
+    status_code: int | None
+    error: str | None
+    duration_seconds: float
+
+
+class WebhookDelivery(APIModel):
+    id: str
+    event: str
+    url: str
+    endpoint_id: str | None
+    status: str
+    created_at: str
+    finished_at: str | None
+    next_attempt_at: str | None
+    attempts: list[WebhookAttempt]
+
+
+class CreateWebhookRequest(RequestBody):
+    url: str
+    events: list[str] | None = None

@@ -7,7 +7,13 @@ from collections.abc import Sequence
 from sfumato_client._async.creates import AsyncCreates
 from sfumato_client._async.jobs import AsyncJob
 from sfumato_client._files import FileInput
-from sfumato_client.models import EditRequest, GenerateRequest, ResizeRequest, UpscaleRequest
+from sfumato_client.models import (
+    EditRequest,
+    GenerateRequest,
+    ResizeRequest,
+    UpscaleRequest,
+    Webhook,
+)
 
 
 class AsyncImages(AsyncCreates):
@@ -21,6 +27,7 @@ class AsyncImages(AsyncCreates):
         style_id: str | None = None,
         references: Sequence[FileInput] | None = None,
         variations: int | None = None,
+        webhook: Webhook | None = None,
     ) -> AsyncJob:
         """Starts a generation; local files among `references` are uploaded first. Unset
         options take the server's defaults (1:1, medium, 1K, one variation)."""
@@ -32,6 +39,7 @@ class AsyncImages(AsyncCreates):
             style_id=style_id,
             references=await self._uploads.resolve_all(references),
             variations=variations,
+            webhook=webhook,
         )
         return await self._create("/images/generate", body)
 
@@ -42,6 +50,7 @@ class AsyncImages(AsyncCreates):
         *,
         references: Sequence[FileInput] | None = None,
         style_id: str | None = None,
+        webhook: Webhook | None = None,
     ) -> AsyncJob:
         """Edits a prior image (a job id or one of its image ids): a new job."""
         body = EditRequest(
@@ -49,18 +58,28 @@ class AsyncImages(AsyncCreates):
             prompt=prompt,
             style_id=style_id,
             references=await self._uploads.resolve_all(references),
+            webhook=webhook,
         )
         return await self._create("/images/edit", body)
 
     async def resize(
-        self, image_id: str, aspect_ratio: str, resolution: str | None = None
+        self,
+        image_id: str,
+        aspect_ratio: str,
+        resolution: str | None = None,
+        *,
+        webhook: Webhook | None = None,
     ) -> AsyncJob:
         """Reframes a prior image to another aspect ratio (reported as `image.edit`)."""
-        body = ResizeRequest(image_id=image_id, aspect_ratio=aspect_ratio, resolution=resolution)
+        body = ResizeRequest(
+            image_id=image_id, aspect_ratio=aspect_ratio, resolution=resolution, webhook=webhook
+        )
         return await self._create("/images/resize", body)
 
-    async def upscale(self, image_id: str, resolution: str) -> AsyncJob:
-        body = UpscaleRequest(image_id=image_id, resolution=resolution)
+    async def upscale(
+        self, image_id: str, resolution: str, *, webhook: Webhook | None = None
+    ) -> AsyncJob:
+        body = UpscaleRequest(image_id=image_id, resolution=resolution, webhook=webhook)
         return await self._create("/images/upscale", body)
 
     async def get(self, job_id: str, *, wait: bool = False) -> AsyncJob:

@@ -9,7 +9,13 @@ from collections.abc import Sequence
 from sfumato_client._files import FileInput
 from sfumato_client._sync.creates import Creates
 from sfumato_client._sync.jobs import Job
-from sfumato_client.models import EditRequest, GenerateRequest, ResizeRequest, UpscaleRequest
+from sfumato_client.models import (
+    EditRequest,
+    GenerateRequest,
+    ResizeRequest,
+    UpscaleRequest,
+    Webhook,
+)
 
 
 class Images(Creates):
@@ -23,6 +29,7 @@ class Images(Creates):
         style_id: str | None = None,
         references: Sequence[FileInput] | None = None,
         variations: int | None = None,
+        webhook: Webhook | None = None,
     ) -> Job:
         """Starts a generation; local files among `references` are uploaded first. Unset
         options take the server's defaults (1:1, medium, 1K, one variation)."""
@@ -34,6 +41,7 @@ class Images(Creates):
             style_id=style_id,
             references=self._uploads.resolve_all(references),
             variations=variations,
+            webhook=webhook,
         )
         return self._create("/images/generate", body)
 
@@ -44,6 +52,7 @@ class Images(Creates):
         *,
         references: Sequence[FileInput] | None = None,
         style_id: str | None = None,
+        webhook: Webhook | None = None,
     ) -> Job:
         """Edits a prior image (a job id or one of its image ids): a new job."""
         body = EditRequest(
@@ -51,16 +60,26 @@ class Images(Creates):
             prompt=prompt,
             style_id=style_id,
             references=self._uploads.resolve_all(references),
+            webhook=webhook,
         )
         return self._create("/images/edit", body)
 
-    def resize(self, image_id: str, aspect_ratio: str, resolution: str | None = None) -> Job:
+    def resize(
+        self,
+        image_id: str,
+        aspect_ratio: str,
+        resolution: str | None = None,
+        *,
+        webhook: Webhook | None = None,
+    ) -> Job:
         """Reframes a prior image to another aspect ratio (reported as `image.edit`)."""
-        body = ResizeRequest(image_id=image_id, aspect_ratio=aspect_ratio, resolution=resolution)
+        body = ResizeRequest(
+            image_id=image_id, aspect_ratio=aspect_ratio, resolution=resolution, webhook=webhook
+        )
         return self._create("/images/resize", body)
 
-    def upscale(self, image_id: str, resolution: str) -> Job:
-        body = UpscaleRequest(image_id=image_id, resolution=resolution)
+    def upscale(self, image_id: str, resolution: str, *, webhook: Webhook | None = None) -> Job:
+        body = UpscaleRequest(image_id=image_id, resolution=resolution, webhook=webhook)
         return self._create("/images/upscale", body)
 
     def get(self, job_id: str, *, wait: bool = False) -> Job:
