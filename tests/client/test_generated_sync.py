@@ -43,8 +43,8 @@ def test_a_change_to_the_async_code_is_stale_until_regenerated(
     images = source / "images.py"
     images.write_text(
         images.read_text().replace(
-            "        variations: int | None = None,\n",
-            "        variations: int | None = None,\n        seed: int | None = None,\n",
+            "        webhook: Webhook | None = None,\n",
+            "        webhook: Webhook | None = None,\n        seed: int | None = None,\n",
         )
     )
     (target / "gone.py").write_text("# its async source was removed\n")
