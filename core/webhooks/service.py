@@ -42,13 +42,13 @@ def job_webhook(
 ) -> dict[str, object]:
     """What a create's `webhook` is stored as on its job, once checked: its URL allowed, and the
     account holding the secret its deliveries are signed with."""
-    check_url(settings, url, "webhook.url")
     with db.read() as session:
         if repository.account_secret(session, account_id) is None:
             raise InvalidInput(
                 {"webhook": "make the account's webhook secret first: POST /v1/webhooks/secret"},
                 "The account has no webhook secret",
             )
+    check_url(settings, url, "webhook.url")
     return {"url": url, "events": list(events or DEFAULT_EVENTS)}
 
 

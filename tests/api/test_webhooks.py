@@ -9,17 +9,15 @@ within tenths of a second (the retry settings), so that nothing waits on real ba
 from __future__ import annotations
 
 import os
-import uuid
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
 import httpx
-import psycopg
 import pytest
 from standardwebhooks.webhooks import Webhook
 
-from tests.conftest import COMMON_ENV, POSTGRES_URL
+from tests.conftest import COMMON_ENV, fresh_postgres_database
 from tests.support.http_jobs import create, wait_done
 from tests.support.service import Mode, Service, free_port, running_service, wait_until
 from tests.support.webhook_receiver import Receiver, webhook_receiver
@@ -34,31 +32,15 @@ FAST_RETRIES = {
 
 
 @contextmanager
-def own_postgres() -> Iterator[str]:
-    """A database of its own: no other test deployment's deliverer (with another allow-list)
-    may claim its deliveries."""
-    if not POSTGRES_URL:
-        pytest.skip("distributed mode needs SFUMATO_TEST_POSTGRES_URL (set by .ci/run)")
-    name = f"sfumato_test_{uuid.uuid4().hex[:10]}"
-    with psycopg.connect(POSTGRES_URL, autocommit=True) as connection:
-        connection.execute(f'CREATE DATABASE "{name}"')
-    base, _, _ = POSTGRES_URL.rpartition("/")
-    try:
-        yield f"{base}/{name}".replace("postgresql://", "postgresql+psycopg://", 1)
-    finally:
-        with psycopg.connect(POSTGRES_URL, autocommit=True) as connection:
-            connection.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-
-
-@contextmanager
 def hooked_mode(request: pytest.FixtureRequest) -> Iterator[Mode]:
     """The mode `request.param` names with fast retries and loopback allowed; a distributed
-    one on a database of its own."""
+    one on a database of its own, where no other test deployment's deliverer (with another
+    allow-list) claims its deliveries."""
     env = {**COMMON_ENV, **FAST_RETRIES}
     if request.param == "embedded":
         yield Mode("embedded", env, separate_workers=False)
         return
-    with own_postgres() as database_url:
+    with fresh_postgres_database() as database_url:
         env["SFUMATO_DATABASE_URL"] = database_url
         env["SFUMATO_BROKER_URL"] = request.getfixturevalue("redis_url")
         yield Mode("distributed", env, separate_workers=True)
