@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Row, insert, select, update
+from sqlalchemy import Connection, Row, bindparam, insert, select, update
 from sqlalchemy.orm import Session
 
 from core.tables import Account, JobRow, WebhookAttempt, WebhookDelivery, WebhookEndpoint
@@ -69,7 +69,9 @@ def account_secret(session: Session, account_id: str) -> str | None:
     return session.scalar(select(Account.webhook_secret).where(Account.id == account_id))
 
 
-JOB_STATE_COLUMNS = (
+# The outbox's statements run inside each job transition: built once, run on the
+# transaction's connection (the ORM's per-statement machinery would be most of their cost).
+JOB_STATE = select(
     JobRow.id,
     JobRow.account_id,
     JobRow.type,
@@ -80,24 +82,24 @@ JOB_STATE_COLUMNS = (
     JobRow.progress,
     JobRow.message,
     JobRow.webhook,
+).where(JobRow.id == bindparam("job_id"))
+ENABLED_ENDPOINTS = select(WebhookEndpoint.id, WebhookEndpoint.url, WebhookEndpoint.events).where(
+    WebhookEndpoint.account_id == bindparam("account_id"), WebhookEndpoint.disabled_at.is_(None)
 )
+INSERT_DELIVERY = insert(WebhookDelivery)
 
 
-def job_state(session: Session, job_id: str) -> Row[Any] | None:
+def job_state(connection: Connection, job_id: str) -> Row[Any] | None:
     """The job's columns as this transaction sees them (after its change)."""
-    return session.execute(select(*JOB_STATE_COLUMNS).where(JobRow.id == job_id)).first()
+    return connection.execute(JOB_STATE, {"job_id": job_id}).first()
 
 
-def enabled_endpoints(session: Session, account_id: str) -> Sequence[Any]:
-    return session.execute(
-        select(WebhookEndpoint.id, WebhookEndpoint.url, WebhookEndpoint.events).where(
-            WebhookEndpoint.account_id == account_id, WebhookEndpoint.disabled_at.is_(None)
-        )
-    ).all()
+def enabled_endpoints(connection: Connection, account_id: str) -> Sequence[Any]:
+    return connection.execute(ENABLED_ENDPOINTS, {"account_id": account_id}).all()
 
 
-def add_deliveries(session: Session, deliveries: Sequence[dict[str, Any]]) -> None:
-    session.execute(insert(WebhookDelivery), list(deliveries))
+def add_deliveries(connection: Connection, deliveries: Sequence[dict[str, Any]]) -> None:
+    connection.execute(INSERT_DELIVERY, list(deliveries))
 
 
 def claim_due(
