@@ -138,6 +138,11 @@ def renew_lease(
     return bool(result.rowcount)  # type: ignore[attr-defined]
 
 
+def progress_of(session: Session, job_id: str) -> float | None:
+    progress: float | None = session.scalar(select(JobRow.progress).where(JobRow.id == job_id))
+    return progress
+
+
 def transition(
     session: Session, job_id: str, from_status: str, token: str | None, **values: Any
 ) -> bool:

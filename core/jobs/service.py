@@ -325,10 +325,12 @@ def renew_lease(db: Database, claim: Claim, lease_seconds: float, progress: floa
     """Keep the claim alive; False when the job was cancelled or taken from this worker."""
     moment = utcnow()
     with db.write() as session:
+        before = repository.progress_of(session, claim.job.id)
         renewed = repository.renew_lease(
             session, claim.job.id, claim.token, moment + timedelta(seconds=lease_seconds), progress
         )
-        if renewed:
+        # A renewal that only keeps the lease is no progress event.
+        if renewed and before is not None and progress > before:
             outbox.record(session, claim.job.id, JobEvent.PROGRESS, moment)
         return renewed
 

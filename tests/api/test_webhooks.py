@@ -217,6 +217,13 @@ def test_each_webhook_gets_the_events_its_filter_names_and_no_other(
     seen = events(everything)
     assert seen[0] == "job.started" and seen[-1] == "job.completed"
     assert "job.progress" in seen and "job.failed" not in seen
+    # A progress event says the job moved on: a renewal of its lease alone sends none.
+    progress = [
+        item.json()["data"]["progress"]
+        for item in receiver.of(everything)
+        if item.json()["type"] == "job.progress"
+    ]
+    assert progress == sorted(set(progress)), progress
 
 
 def test_endpoints_are_listed_without_secrets_rotated_and_deleted(
