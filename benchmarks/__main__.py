@@ -29,6 +29,7 @@ from benchmarks import (
     startup,
     styles,
     videos,
+    webhook_outbox,
 )
 from benchmarks.harness import REPO, Options
 from benchmarks.measures import raise_fd_limit
@@ -48,6 +49,7 @@ BENCHMARKS: dict[str, Callable[[Options], Section]] = {
     "diffusion_video": diffusion_video.run,
     "chaos": chaos.run,
     "startup": startup.run,
+    "webhook_outbox": webhook_outbox.run,
 }
 DOC = REPO / "docs" / "benchmarks.md"
 

@@ -17,17 +17,18 @@ from core.webhooks.events import JobEvent, JobSnapshot
 def record(session: Session, job_id: str, event: JobEvent, moment: datetime) -> int:
     """Write a delivery of `event` for the job's own webhook and each of its account's enabled
     endpoints whose filter names it, with the job as this transaction now sees it. Returns how
-    many were written. Two indexed reads when nothing is subscribed."""
+    many were written. One indexed read when nothing is subscribed."""
     connection = session.connection()
-    job = repository.job_state(connection, job_id)
-    if job is None:
+    rows = repository.job_state_and_endpoints(connection, job_id)
+    if not rows:
         return 0
+    job = rows[0]
     urls: list[tuple[str, str | None, str]] = []
     if job.webhook is not None and event in job.webhook["events"]:
         urls.append(("job", None, job.webhook["url"]))
-    for endpoint in repository.enabled_endpoints(connection, job.account_id):
-        if event in endpoint.events:
-            urls.append(("endpoint", endpoint.id, endpoint.url))
+    for row in rows:
+        if row.endpoint_id is not None and event in row.endpoint_events:
+            urls.append(("endpoint", row.endpoint_id, row.endpoint_url))
     if not urls:
         return 0
     state = JobSnapshot(

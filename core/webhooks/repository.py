@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, Row, bindparam, insert, select, update
+from sqlalchemy import Connection, Row, and_, bindparam, insert, select, update
 from sqlalchemy.orm import Session
 
 from core.tables import Account, JobRow, WebhookAttempt, WebhookDelivery, WebhookEndpoint
@@ -71,31 +71,38 @@ def account_secret(session: Session, account_id: str) -> str | None:
 
 # The outbox's statements run inside each job transition: built once, run on the
 # transaction's connection (the ORM's per-statement machinery would be most of their cost).
-JOB_STATE = select(
-    JobRow.id,
-    JobRow.account_id,
-    JobRow.type,
-    JobRow.status,
-    JobRow.created_at,
-    JobRow.result,
-    JobRow.error,
-    JobRow.progress,
-    JobRow.message,
-    JobRow.webhook,
-).where(JobRow.id == bindparam("job_id"))
-ENABLED_ENDPOINTS = select(WebhookEndpoint.id, WebhookEndpoint.url, WebhookEndpoint.events).where(
-    WebhookEndpoint.account_id == bindparam("account_id"), WebhookEndpoint.disabled_at.is_(None)
+# The job's columns with each enabled endpoint of its account (none: one row, endpoint NULL).
+JOB_STATE_AND_ENDPOINTS = (
+    select(
+        JobRow.id,
+        JobRow.account_id,
+        JobRow.type,
+        JobRow.status,
+        JobRow.created_at,
+        JobRow.result,
+        JobRow.error,
+        JobRow.progress,
+        JobRow.message,
+        JobRow.webhook,
+        WebhookEndpoint.id.label("endpoint_id"),
+        WebhookEndpoint.url.label("endpoint_url"),
+        WebhookEndpoint.events.label("endpoint_events"),
+    )
+    .outerjoin(
+        WebhookEndpoint,
+        and_(
+            WebhookEndpoint.account_id == JobRow.account_id, WebhookEndpoint.disabled_at.is_(None)
+        ),
+    )
+    .where(JobRow.id == bindparam("job_id"))
 )
 INSERT_DELIVERY = insert(WebhookDelivery)
 
 
-def job_state(connection: Connection, job_id: str) -> Row[Any] | None:
-    """The job's columns as this transaction sees them (after its change)."""
-    return connection.execute(JOB_STATE, {"job_id": job_id}).first()
-
-
-def enabled_endpoints(connection: Connection, account_id: str) -> Sequence[Any]:
-    return connection.execute(ENABLED_ENDPOINTS, {"account_id": account_id}).all()
+def job_state_and_endpoints(connection: Connection, job_id: str) -> Sequence[Row[Any]]:
+    """The job as this transaction sees it (after its change), once per enabled endpoint of
+    its account: one round trip."""
+    return connection.execute(JOB_STATE_AND_ENDPOINTS, {"job_id": job_id}).all()
 
 
 def add_deliveries(connection: Connection, deliveries: Sequence[dict[str, Any]]) -> None:
