@@ -137,6 +137,26 @@ def test_a_failing_receiver_gets_each_attempt_once_with_one_id_and_the_success_i
     assert "sfumato_webhook_delivery_latency_seconds_count" in metrics
 
 
+def test_a_redirect_is_an_answer_not_followed_and_tried_again(
+    hooked: Service, receiver: Receiver
+) -> None:
+    path = unique_path()
+    receiver.answer(path, 302)
+    with hooked.client(hooked.new_key()) as client:
+        account_secret(client)
+        job = create(client, "[sleep 0] redirected", webhook={"url": receiver.url(path)})
+        wait_done(client, job["id"])
+        receiver.wait_for(path, 2)
+        (delivery,) = wait_until(
+            lambda: [d for d in deliveries(client, job["id"]) if d["status"] == "delivered"],
+            30,
+            "delivered on the second attempt",
+        )
+    assert [attempt["statusCode"] for attempt in delivery["attempts"]] == [302, 200]
+    assert delivery["attempts"][0]["error"] == "HTTP 302"
+    assert receiver.of("/elsewhere") == []
+
+
 @pytest.mark.parametrize(
     "url",
     [

@@ -1,6 +1,6 @@
 """A webhook receiver on loopback for the tests: it records every request (path, headers, body)
-and answers each path with the statuses it is told, in order (then 200); tests wait on what it
-received, never on time."""
+and answers each path with the statuses it is told, in order (then 200; a 3xx redirects to
+`/elsewhere`); tests wait on what it received, never on time."""
 
 from __future__ import annotations
 
@@ -66,6 +66,8 @@ def _handler(receiver: Receiver) -> type[BaseHTTPRequestHandler]:
                 )
                 receiver.changed.notify_all()
             self.send_response(status)
+            if 300 <= status < 400:
+                self.send_header("location", "/elsewhere")
             self.send_header("content-length", "2")
             self.end_headers()
             self.wfile.write(b"ok")
