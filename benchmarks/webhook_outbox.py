@@ -26,13 +26,16 @@ METHOD = """
 Mean time of a worker's claim (`pending -> processing`) and of its completion, one job after
 another from one thread, on the embedded database (SQLite, `synchronous=FULL` as deployed) and
 on PostgreSQL (the local test server). Three variants, interleaved job by job so that all see
-the same machine: the transitions as they were before webhooks (the claim one autocommitting
-statement, `repository.set_processing` on `Database.statements()`; the completion
-`repository.complete` likewise on PostgreSQL, `complete_in_transaction` on SQLite), the
-transitions as they are now (`jobs_service.take_pending` and `complete`: the same statements
-and the outbox's read in one transaction) for an account with no webhook, and for an account
-with one endpoint subscribed to every event (one delivery row written per transition). Jobs
-without media or other rows. The machine is shared: compare the rows of one run, not runs.
+the same machine: the transitions as they were before webhooks (`repository.set_processing` on
+`Database.statements()`, autocommitting; the completion `repository.complete_in_transaction`
+alone on SQLite; on PostgreSQL the completion statement itself, which now carries its outbox
+CTE, so there that row's completion is no before), the
+transitions as they are now (`jobs_service.take_pending` and `complete`) for an account with no
+webhook, and for an account with one endpoint subscribed to every event (one delivery row
+written per transition). On PostgreSQL each is still one statement committing by itself, the
+outbox a data-modifying CTE in it; on SQLite the claim becomes a transaction with the outbox's
+read. Jobs without media or other rows. The machine is shared: compare the rows of one run,
+not runs.
 """
 VARIANTS = ("before webhooks", "now, nothing subscribed", "now, one endpoint")
 
@@ -137,8 +140,9 @@ def run(options: Options) -> Section:
                 )
     section.tables.append(table)
     section.findings.append(
-        "The outbox adds a transaction around the claim (it was one autocommitting statement) "
-        "and one indexed read (the job with its account's endpoints) to every transition; a subscribed transition also writes its "
-        "delivery rows. One durable commit per transition either way."
+        "PostgreSQL: the same one statement and one commit per transition, with a join to the "
+        "account's endpoints; a subscribed transition also writes its delivery rows. SQLite: "
+        "the claim becomes a transaction (it was one autocommitting statement) with one indexed "
+        "read (the job and its account's endpoints). One durable commit per transition either way."
     )
     return section

@@ -310,11 +310,16 @@ def take_pending(
     holds, so a retry after a lost commit answer recovers the job at once."""
     token = token or new_id()
     moment = utcnow()
-    # One statement and the webhooks' outbox rows it causes: one durable commit.
+    lease_until = moment + timedelta(seconds=lease_seconds)
+    if not db.is_sqlite:
+        # One statement (its webhook deliveries in it) committing by itself: one round trip.
+        with db.statements() as connection:
+            job = repository.set_processing_with_outbox(
+                connection, job_id, token, moment, lease_until
+            )
+        return Claim(job=job, token=token) if job is not None else None
     with db.write() as session:
-        job = repository.set_processing(
-            session.connection(), job_id, token, moment, moment + timedelta(seconds=lease_seconds)
-        )
+        job = repository.set_processing(session.connection(), job_id, token, moment, lease_until)
         # A claim found again by its own retry started nothing new.
         if job is not None and job.started_at == moment:
             outbox.record(session, job_id, JobEvent.STARTED, moment)
@@ -352,10 +357,11 @@ def complete(
     """processing -> completed, settling the charge, with the media and any other rows the job
     made (a saved style) in the same transaction; False if cancelled or lost meanwhile.
 
-    On PostgreSQL a job without other rows completes in one statement (`repository.COMPLETE`:
-    one round trip), committed with the webhooks' outbox rows it causes; SQLite, which has no
-    data-modifying CTEs, and a job with other rows (ORM objects) write the same rows with
-    `repository.complete_in_transaction`'s statements. One transaction either way."""
+    On PostgreSQL a job without other rows completes in one statement committing by itself, its
+    webhook deliveries in it (`repository.COMPLETE`: one round trip, one durable commit);
+    SQLite, which has no data-modifying CTEs, and a job with other rows (ORM objects) write the
+    same rows with `repository.complete_in_transaction`'s statements and `outbox.record`, in one
+    transaction."""
     job = claim.job
     completion = repository.Completion(
         job_id=job.id,
@@ -367,12 +373,14 @@ def complete(
         entry_id=new_id(),
         reason=credits.settle_reason(job.credits_reserved),
     )
+    if not records and not db.is_sqlite:
+        with db.statements() as connection:
+            if repository.complete(connection, completion):
+                return True
+        with db.read() as session:
+            return _ended_by(session, claim, JobStatus.COMPLETED)
     with db.write() as session:
-        if not records and not db.is_sqlite:
-            completed = repository.complete(session.connection(), completion)
-        else:
-            completed = repository.complete_in_transaction(session.connection(), completion)
-        if not completed:
+        if not repository.complete_in_transaction(session.connection(), completion):
             return _ended_by(session, claim, JobStatus.COMPLETED)
         session.add_all(records)
         outbox.record(session, job.id, JobEvent.COMPLETED, completion.moment)

@@ -99,6 +99,36 @@ JOB_STATE_AND_ENDPOINTS = (
 INSERT_DELIVERY = insert(WebhookDelivery)
 
 
+def outbox_from(jobs: str, condition: str = "TRUE") -> str:
+    """PostgreSQL: the outbox's INSERT as a data-modifying CTE's body, for the jobs a CTE named
+    `jobs` of the same statement just changed (every column of `jobs`), so that a transition
+    stays one statement committing by itself (`core/jobs/repository.py`). What `outbox.record`
+    writes, in SQL: one delivery of `:event` for the job's own webhook and each enabled
+    endpoint of its account whose filter names it, with the job's columns as changed."""
+    return f"""
+        INSERT INTO webhook_deliveries (id, account_id, job_id, source, endpoint_id, url, event,
+            job_state, status, attempts, next_attempt_at, created_at)
+        SELECT CAST(gen_random_uuid() AS VARCHAR), j.account_id, j.id, target.source,
+            target.endpoint_id, target.url, CAST(:event AS VARCHAR),
+            jsonb_build_object('id', j.id, 'type', j.type, 'status', j.status,
+                'createdAt', to_char(j.created_at AT TIME ZONE 'UTC',
+                    'YYYY-MM-DD"T"HH24\\:MI\\:SS.US"Z"'),
+                'result', j.result, 'error', j.error, 'progress', j.progress,
+                'message', j.message),
+            '{PENDING}', 0, :moment, :moment
+        FROM {jobs} AS j CROSS JOIN LATERAL (
+            SELECT 'job' AS source, CAST(NULL AS VARCHAR) AS endpoint_id,
+                j.webhook ->> 'url' AS url
+            WHERE j.webhook -> 'events' ? CAST(:event AS TEXT)
+            UNION ALL
+            SELECT 'endpoint', e.id, e.url FROM webhook_endpoints AS e
+            WHERE e.account_id = j.account_id AND e.disabled_at IS NULL
+                AND e.events ? CAST(:event AS TEXT)
+        ) AS target
+        WHERE {condition}
+    """
+
+
 def job_state_and_endpoints(connection: Connection, job_id: str) -> Sequence[Row[Any]]:
     """The job as this transaction sees it (after its change), once per enabled endpoint of
     its account: one round trip."""
