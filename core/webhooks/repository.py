@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, Row, and_, bindparam, insert, select, update
+from sqlalchemy import Connection, Row, and_, bindparam, func, insert, select, update
 from sqlalchemy.orm import Session
 
 from core.tables import Account, JobRow, WebhookAttempt, WebhookDelivery, WebhookEndpoint
@@ -31,7 +31,15 @@ def endpoints_of(session: Session, account_id: str) -> Sequence[WebhookEndpoint]
 
 
 def count_endpoints(session: Session, account_id: str) -> int:
-    return len(endpoints_of(session, account_id))
+    counted: int = (
+        session.scalar(
+            select(func.count())
+            .select_from(WebhookEndpoint)
+            .where(WebhookEndpoint.account_id == account_id)
+        )
+        or 0
+    )
+    return counted
 
 
 def endpoint_owned(
@@ -112,7 +120,7 @@ def outbox_from(jobs: str, condition: str = "TRUE") -> str:
             target.endpoint_id, target.url, CAST(:event AS VARCHAR),
             jsonb_build_object('id', j.id, 'type', j.type, 'status', j.status,
                 'createdAt', to_char(j.created_at AT TIME ZONE 'UTC',
-                    'YYYY-MM-DD"T"HH24\\:MI\\:SS.US"Z"'),
+                    'YYYY-MM-DD"T"HH24\\:MI\\:SS.MS"Z"'),
                 'result', j.result, 'error', j.error, 'progress', j.progress,
                 'message', j.message),
             '{PENDING}', 0, :moment, :moment
