@@ -19,9 +19,11 @@ from core.jobs.requests import GenerateRequest
 from core.settings import Settings
 from core.tables import JobRow
 from core.webhooks import repository
-from core.webhooks.deliverer import retry_delay
+from core.webhooks.deliverer import WebhookDeliverer, retry_delay
 from core.webhooks.signing import new_secret, signature
 from tests.conftest import fresh_postgres_database
+from tests.support.service import wait_until
+from tests.support.webhook_receiver import webhook_receiver
 
 
 def test_a_signature_is_the_one_the_standard_webhooks_library_makes() -> None:
@@ -48,11 +50,15 @@ def test_a_create_without_a_webhook_hashes_as_before_webhooks() -> None:
     assert hooked.wire()["webhook"] == {"url": "https://a.b/", "events": None}
 
 
-def _database_with_deliveries(url: str, count: int) -> tuple[Database, list[str]]:
+def _database_with_deliveries(
+    url: str, count: int, to: str = "https://example.com/hook"
+) -> tuple[Database, list[str]]:
     db = Database(url)
     db.migrate()
     sync_plans(db, Settings().service_config())
     account = create_account(db, f"{new_id()}@test.local", "pro", 10)
+    with db.write() as session:
+        repository.set_account_secret(session, account.id, new_secret())
     moment = utcnow() - timedelta(seconds=1)
     ids = [new_id() for _ in range(count)]
     with db.write() as session:
@@ -77,9 +83,18 @@ def _database_with_deliveries(url: str, count: int) -> tuple[Database, list[str]
                     "job_id": job.id,
                     "source": "job",
                     "endpoint_id": None,
-                    "url": "https://example.com/hook",
+                    "url": to,
                     "event": "completed",
-                    "job_state": {},
+                    "job_state": {
+                        "id": job.id,
+                        "type": job.type,
+                        "status": job.status,
+                        "createdAt": "2026-11-28T05:20:38.123Z",
+                        "result": None,
+                        "error": None,
+                        "progress": 1.0,
+                        "message": None,
+                    },
                     "status": repository.PENDING,
                     "attempts": 0,
                     "next_attempt_at": moment,
@@ -134,5 +149,45 @@ def test_two_deliverers_claiming_at_once_on_postgresql_take_different_rows() -> 
                     second = [d.id for d in repository.claim_due(second_session, now, until, 10)]
             assert len(first) == 4 and len(second) == 2
             assert set(first) | set(second) == set(ids)
+        finally:
+            db.dispose()
+
+
+class _Counted:
+    def __init__(self) -> None:
+        self.outcomes: list[str] = []
+
+    def webhook_sent(self, latency_seconds: float, attempt_seconds: float) -> None:
+        self.outcomes.append("sent")
+
+    def webhook_retried(self, attempt_seconds: float) -> None:
+        self.outcomes.append("retried")
+
+    def webhook_failed(self) -> None:
+        self.outcomes.append("failed")
+
+
+def test_a_delivery_whose_deliverer_died_after_claiming_it_is_sent_by_another(
+    tmp_path: Path,
+) -> None:
+    """A deliverer killed between its claim and its send (its process gone) leaves the row
+    claimed: another deliverer leaves it alone until the claim runs out, then sends it."""
+    settings = Settings(fetch_allow="127.0.0.1", webhook_claim_seconds=1.0)
+    with webhook_receiver() as receiver:
+        db, (delivery_id,) = _database_with_deliveries(
+            f"sqlite:///{tmp_path / 'sfumato.db'}", 1, receiver.url("/dead")
+        )
+        try:
+            observer = _Counted()
+            render = lambda event, moment, job: b"{}"  # noqa: E731
+            dying = WebhookDeliverer(db, settings, render, observer)
+            survivor = WebhookDeliverer(db, settings, render, observer)
+            # Its claim commits; its process dies before the send.
+            assert len(dying._claim()) == 1
+            assert survivor.run_once() == 0
+            wait_until(lambda: survivor.run_once() == 1, 30, "the claim ran out and it was sent")
+            (received,) = receiver.of("/dead")
+            assert received.headers["webhook-id"] == delivery_id
+            assert observer.outcomes == ["sent"]
         finally:
             db.dispose()
