@@ -191,3 +191,35 @@ def test_a_delivery_whose_deliverer_died_after_claiming_it_is_sent_by_another(
             assert observer.outcomes == ["sent"]
         finally:
             db.dispose()
+
+
+def test_a_delivery_failing_past_its_retry_window_is_marked_failed(tmp_path: Path) -> None:
+    """Retried with back-off while its window lasts (3 s from the event, a second ago), then
+    given up: `failed`, counted so."""
+    settings = Settings(
+        fetch_allow="127.0.0.1",
+        webhook_retry_base_seconds=0.05,
+        webhook_retry_max_delay_seconds=0.1,
+        webhook_retry_for_seconds=3.0,
+    )
+    with webhook_receiver() as receiver:
+        receiver.answer("/down", *([500] * 10_000))
+        db, (delivery_id,) = _database_with_deliveries(
+            f"sqlite:///{tmp_path / 'sfumato.db'}", 1, receiver.url("/down")
+        )
+        try:
+            observer = _Counted()
+            deliverer = WebhookDeliverer(db, settings, lambda event, moment, job: b"{}", observer)
+
+            def given_up() -> bool:
+                deliverer.run_once()
+                with db.read() as session:
+                    delivery = repository.get_delivery(session, delivery_id)
+                    return delivery is not None and delivery.status == repository.FAILED
+
+            wait_until(given_up, 30, "the delivery given up")
+            tries = len(receiver.of("/down"))
+            assert tries >= 3
+            assert observer.outcomes == ["retried"] * (tries - 1) + ["failed"]
+        finally:
+            db.dispose()
