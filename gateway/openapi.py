@@ -22,6 +22,7 @@ TAGS = [
     {"name": "styles", "description": "Brand styles extracted from websites, and their assets"},
     {"name": "uploads", "description": "Upload images to use as inputs"},
     {"name": "account", "description": "The API key's account"},
+    {"name": "models", "description": "The models this deployment serves (extension)"},
     {"name": "webhooks", "description": "Where the account's job events are sent, signed"},
 ]
 ERROR_ENVELOPE = {"$ref": "#/components/schemas/ErrorEnvelope"}

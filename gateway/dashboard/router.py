@@ -17,6 +17,7 @@ from gateway.dashboard import (
     usage,
     webhooks,
 )
+from gateway.dashboard.headers import DashboardHeadersMiddleware
 from gateway.dashboard.web import PREFIX, STATIC_DIR, see_other
 
 
@@ -32,3 +33,4 @@ def install_dashboard(app: FastAPI) -> None:
         router.include_router(module.router)
     app.include_router(router)
     app.mount(f"{PREFIX}/static", StaticFiles(directory=STATIC_DIR), name="dashboard-static")
+    app.add_middleware(DashboardHeadersMiddleware, prefix=PREFIX)

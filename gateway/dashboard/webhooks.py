@@ -12,7 +12,15 @@ from fastapi import APIRouter, Query, Response
 from core.errors import DomainError
 from core.webhooks import service as webhooks
 from core.webhooks.events import DEFAULT_EVENTS, JobEvent
-from gateway.dashboard.web import PREFIX, DashboardRoute, Page, PageDep, PostedDep, see_other
+from gateway.dashboard.web import (
+    PREFIX,
+    DashboardRoute,
+    Page,
+    PageDep,
+    PostedDep,
+    see_other,
+    spend,
+)
 
 router = APIRouter(route_class=DashboardRoute)
 DONE = {"deleted": "The endpoint was deleted; its waiting deliveries failed."}
@@ -42,6 +50,7 @@ def webhooks_page(page: PageDep, done: Annotated[str, Query(max_length=16)] = ""
 def create_endpoint(page: PostedDep) -> Response:
     url = page.field("url")
     events = [event for event in page.fields("events") if event in set(JobEvent)]
+    spend(page, "POST", "/v1/webhooks")
     try:
         made = webhooks.create_endpoint(
             page.services.db, page.services.settings, page.user.account_id, url, events or None
@@ -54,12 +63,14 @@ def create_endpoint(page: PostedDep) -> Response:
 
 @router.post("/webhooks/secret")
 def rotate_account_secret(page: PostedDep) -> Response:
+    spend(page, "POST", "/v1/webhooks/secret")
     secret = webhooks.rotate_account_secret(page.services.db, page.user.account_id)
     return _webhooks_page(page, 200, account_secret=secret)
 
 
 @router.post("/webhooks/{endpoint_id}/rotate")
 def rotate_endpoint_secret(page: PostedDep, endpoint_id: str) -> Response:
+    spend(page, "POST", f"/v1/webhooks/{endpoint_id}/rotate-secret")
     try:
         made = webhooks.rotate_endpoint_secret(page.services.db, page.user.account_id, endpoint_id)
     except DomainError as error:
@@ -69,6 +80,7 @@ def rotate_endpoint_secret(page: PostedDep, endpoint_id: str) -> Response:
 
 @router.post("/webhooks/{endpoint_id}/delete")
 def delete_endpoint(page: PostedDep, endpoint_id: str) -> Response:
+    spend(page, "DELETE", f"/v1/webhooks/{endpoint_id}")
     try:
         webhooks.delete_endpoint(page.services.db, page.user.account_id, endpoint_id)
     except DomainError as error:
@@ -78,6 +90,7 @@ def delete_endpoint(page: PostedDep, endpoint_id: str) -> Response:
 
 @router.post("/jobs/{job_id}/deliveries/{delivery_id}/resend")
 def resend_delivery(page: PostedDep, job_id: str, delivery_id: str) -> Response:
+    spend(page, "POST", f"/v1/jobs/{job_id}/deliveries/{delivery_id}/resend")
     # One gone meanwhile: the job's page shows what there is.
     with contextlib.suppress(DomainError):
         webhooks.resend(page.services.db, page.user.account_id, job_id, delivery_id)

@@ -146,7 +146,7 @@ OPERATION_IDS = {
 
 def test_operations_are_named_and_tagged_for_code_generators(document: dict) -> None:
     assert [tag["name"] for tag in document["tags"]] == [
-        "images", "videos", "jobs", "styles", "uploads", "account", "webhooks"
+        "images", "videos", "jobs", "styles", "uploads", "account", "models", "webhooks"
     ]  # fmt: skip
     assert document["servers"] == [{"url": "/", "description": ANY}]
     names = {

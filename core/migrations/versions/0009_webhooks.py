@@ -2,7 +2,7 @@
 the account's webhook secret
 
 Revision ID: 0009
-Revises: 0007
+Revises: 0008
 Create Date: 2026-11-28
 """
 
@@ -11,7 +11,7 @@ from alembic import op
 from sqlalchemy.dialects import postgresql
 
 revision = "0009"
-down_revision = "0007"
+down_revision = "0008"
 branch_labels = None
 depends_on = None
 

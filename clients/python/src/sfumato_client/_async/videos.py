@@ -18,6 +18,7 @@ class AsyncVideos(AsyncCreates):
         resolution: str | None = None,
         audio: bool | None = None,
         negative_prompt: str | None = None,
+        seed: int | None = None,
         webhook: Webhook | None = None,
     ) -> AsyncJob:
         """Animates one image (a local file is uploaded first); the clip takes its ratio."""
@@ -28,6 +29,7 @@ class AsyncVideos(AsyncCreates):
             resolution=resolution,
             audio=audio,
             negative_prompt=negative_prompt,
+            seed=seed,
             webhook=webhook,
         )
         return await self._create("/videos/image-to-video", body)
@@ -43,6 +45,7 @@ class AsyncVideos(AsyncCreates):
         resolution: str | None = None,
         audio: bool | None = None,
         negative_prompt: str | None = None,
+        seed: int | None = None,
         webhook: Webhook | None = None,
     ) -> AsyncJob:
         """A transition from `start_image` to `end_image` (local files uploaded first)."""
@@ -55,6 +58,7 @@ class AsyncVideos(AsyncCreates):
             resolution=resolution,
             audio=audio,
             negative_prompt=negative_prompt,
+            seed=seed,
             webhook=webhook,
         )
         return await self._create("/videos/frames", body)

@@ -20,6 +20,7 @@ class Videos(Creates):
         resolution: str | None = None,
         audio: bool | None = None,
         negative_prompt: str | None = None,
+        seed: int | None = None,
         webhook: Webhook | None = None,
     ) -> Job:
         """Animates one image (a local file is uploaded first); the clip takes its ratio."""
@@ -30,6 +31,7 @@ class Videos(Creates):
             resolution=resolution,
             audio=audio,
             negative_prompt=negative_prompt,
+            seed=seed,
             webhook=webhook,
         )
         return self._create("/videos/image-to-video", body)
@@ -45,6 +47,7 @@ class Videos(Creates):
         resolution: str | None = None,
         audio: bool | None = None,
         negative_prompt: str | None = None,
+        seed: int | None = None,
         webhook: Webhook | None = None,
     ) -> Job:
         """A transition from `start_image` to `end_image` (local files uploaded first)."""
@@ -57,6 +60,7 @@ class Videos(Creates):
             resolution=resolution,
             audio=audio,
             negative_prompt=negative_prompt,
+            seed=seed,
             webhook=webhook,
         )
         return self._create("/videos/frames", body)
