@@ -31,6 +31,7 @@ from benchmarks import (
     startup,
     styles,
     videos,
+    webhook_outbox,
 )
 from benchmarks.chaos import soak as chaos_soak
 from benchmarks.harness import REPO, Options
@@ -53,6 +54,7 @@ BENCHMARKS: dict[str, Callable[[Options], Section]] = {
     "chaos": chaos_soak.run,
     "startup": startup.run,
     "job_cost": job_cost.run,
+    "webhook_outbox": webhook_outbox.run,
 }
 DOC = REPO / "docs" / "benchmarks.md"
 # What a benchmark needs beyond the service's own dependencies (the dev extras): `chaos` and

@@ -10,6 +10,9 @@ A caller-supplied URL must never make the service talk to its own network (cloud
   internal address (no rebinding window);
 - redirects are followed by hand, each one checked the same way, at most `max_redirects`;
 - the whole fetch, DNS included, has one deadline, and the body is streamed with a byte limit.
+
+`post` sends under the same rules (webhooks, core/webhooks/): no redirect is followed there, a
+redirect is an answer like any other, and only the first bytes of the answer are read.
 """
 
 from __future__ import annotations
@@ -240,15 +243,28 @@ def _check(url: str, policy: FetchPolicy, deadline: float) -> _Target:
     return _Target(scheme, host, port, path, addresses)
 
 
-def _connect_and_send(client: httpx.Client, target: _Target, deadline: float) -> httpx.Response:
-    """Send the GET to the first checked address that accepts a connection."""
+def _connect_and_send(
+    client: httpx.Client,
+    target: _Target,
+    deadline: float,
+    method: str = "GET",
+    content: bytes | None = None,
+    headers: dict[str, str] | None = None,
+) -> httpx.Response:
+    """Send the request to the first checked address that accepts a connection."""
     last_error: Exception | None = None
     for address in target.addresses:
         timeout = _remaining(deadline)
         request = client.build_request(
-            "GET",
+            method,
             target.url_for(address),
-            headers={"Host": target.host_header, "User-Agent": USER_AGENT, "Accept": "*/*"},
+            content=content,
+            headers={
+                **(headers or {}),
+                "Host": target.host_header,
+                "User-Agent": USER_AGENT,
+                "Accept": "*/*",
+            },
             # The certificate is checked against the name, not the address we connect to.
             extensions={"sni_hostname": target.host, "timeout": httpx.Timeout(timeout).as_dict()},
         )
@@ -304,3 +320,47 @@ def fetch(url: str, policy: FetchPolicy) -> Fetched:
             finally:
                 response.close()
     raise FetchRefused(f"more than {policy.max_redirects} redirects")
+
+
+def vet(url: str, policy: FetchPolicy) -> None:
+    """Check `url` as a fetch would (scheme, host, every address it resolves to), connecting to
+    nothing: FetchRefused says why it would be refused."""
+    _check(url, policy, time.monotonic() + policy.timeout_seconds)
+
+
+@dataclass(frozen=True)
+class Posted:
+    status_code: int
+    # The answer's first bytes, at most the policy's max_bytes (the rest is never read).
+    body: bytes
+
+
+def post(url: str, content: bytes, headers: dict[str, str], policy: FetchPolicy) -> Posted:
+    """POST `content` to `url` under `policy`, following no redirect; whatever the server
+    answers (any status), or FetchRefused when the URL is refused or nothing answered in time."""
+    deadline = time.monotonic() + policy.timeout_seconds
+    with httpx.Client(trust_env=False, follow_redirects=False) as client:
+        target = _check(url, policy, deadline)
+        response = _connect_and_send(client, target, deadline, "POST", content, headers)
+        try:
+            return Posted(response.status_code, _read_start(response, policy, deadline))
+        finally:
+            response.close()
+
+
+def _read_start(response: httpx.Response, policy: FetchPolicy, deadline: float) -> bytes:
+    """The answer's first `max_bytes`: a receiver's long answer is cut, not refused."""
+    chunks: list[bytes] = []
+    size = 0
+    try:
+        for chunk in response.iter_bytes():
+            chunks.append(chunk[: policy.max_bytes - size])
+            size += len(chunks[-1])
+            if size >= policy.max_bytes:
+                break
+            _remaining(deadline)
+    except httpx.TimeoutException:
+        raise FetchRefused("the answer took too long") from None
+    except httpx.HTTPError as error:
+        raise FetchRefused(f"reading the answer failed ({type(error).__name__})") from None
+    return b"".join(chunks)

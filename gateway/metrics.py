@@ -71,10 +71,41 @@ class GatewayMetrics:
             registry=self.registry,
         )
         self.long_polls.set_function(lambda: events.held)
+        self.webhook_deliveries = Counter(
+            "sfumato_webhook_deliveries",
+            "Webhook delivery attempts by outcome: sent (a 2xx), retried (failed, tried again "
+            "later), failed (failed for the last time)",
+            ["outcome"],
+            registry=self.registry,
+        )
+        self.webhook_latency = Histogram(
+            "sfumato_webhook_delivery_latency_seconds",
+            "Seconds from a job event to its webhook's delivery (retries included)",
+            buckets=(0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 900, 3600, 21600, 86400),
+            registry=self.registry,
+        )
+        self.webhook_attempt = Histogram(
+            "sfumato_webhook_attempt_duration_seconds",
+            "Seconds one webhook attempt took, from connecting to the answer read",
+            buckets=LATENCY_BUCKETS,
+            registry=self.registry,
+        )
         self._children: dict[tuple[str, str, int], tuple[Any, Any]] = {}
 
     def job_created(self, job_type: str) -> None:
         self.jobs_created.labels(job_type).inc()
+
+    def webhook_sent(self, latency_seconds: float, attempt_seconds: float) -> None:
+        self.webhook_deliveries.labels("sent").inc()
+        self.webhook_latency.observe(latency_seconds)
+        self.webhook_attempt.observe(attempt_seconds)
+
+    def webhook_retried(self, attempt_seconds: float) -> None:
+        self.webhook_deliveries.labels("retried").inc()
+        self.webhook_attempt.observe(attempt_seconds)
+
+    def webhook_failed(self) -> None:
+        self.webhook_deliveries.labels("failed").inc()
 
     def observe(self, method: str, route: str, status: int, seconds: float) -> None:
         children = self._children.get((method, route, status))

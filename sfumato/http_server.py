@@ -167,6 +167,10 @@ class GatewayServer(uvicorn.Server):
 
     async def startup(self, sockets: list[socket.socket] | None = None) -> None:
         await super().startup(sockets)
+        if self.started and self.servers and self.servers[0].sockets:
+            host, port = self.servers[0].sockets[0].getsockname()[:2]
+            host = f"[{host}]" if ":" in host else host
+            self.gateway.own_url = f"http://{host}:{port}"
         if self.started and self.on_started is not None:
             self.on_started()
 

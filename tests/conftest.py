@@ -20,7 +20,7 @@ import os
 import tempfile
 import uuid
 from collections.abc import Iterator
-from contextlib import ExitStack
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
 import psycopg
@@ -53,9 +53,10 @@ def _sqlalchemy_url(url: str) -> str:
     return url.replace("postgresql://", "postgresql+psycopg://", 1)
 
 
-@pytest.fixture(scope="session")
-def postgres_database() -> Iterator[str]:
-    """A fresh database on the test PostgreSQL server, dropped at the end."""
+@contextmanager
+def fresh_postgres_database() -> Iterator[str]:
+    """A database of its own on the test PostgreSQL server (its SQLAlchemy URL), dropped at
+    the end; skips the test without one."""
     if not POSTGRES_URL:
         pytest.skip("distributed mode needs SFUMATO_TEST_POSTGRES_URL (set by .ci/run)")
     name = f"sfumato_test_{uuid.uuid4().hex[:10]}"
@@ -67,6 +68,13 @@ def postgres_database() -> Iterator[str]:
     finally:
         with psycopg.connect(POSTGRES_URL, autocommit=True) as connection:
             connection.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+@pytest.fixture(scope="session")
+def postgres_database() -> Iterator[str]:
+    """A fresh database on the test PostgreSQL server, dropped at the end."""
+    with fresh_postgres_database() as url:
+        yield url
 
 
 WHOLE_MACHINE = "whole-machine"

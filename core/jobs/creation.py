@@ -56,6 +56,7 @@ from core.services import Services
 from core.sizes import image_size, image_size_for_ratio, parse_ratio, resolution_of, video_size
 from core.styles import service as styles_service
 from core.tables import JobRow
+from core.webhooks import service as webhooks_service
 
 
 @dataclass(frozen=True)
@@ -101,7 +102,17 @@ class JobCreation:
         idempotency: jobs_service.IdempotentRequest | None = None,
     ) -> CreatedJob:
         """Create the job `request` asks for (reserving credits, within the plan) and publish
-        it; or replay an earlier create made with the same Idempotency-Key."""
+        it; or replay an earlier create made with the same Idempotency-Key. A `webhook` is
+        checked first: one the deliverer would refuse is refused here, nothing charged."""
+        webhook = None
+        if request.webhook is not None:
+            webhook = webhooks_service.job_webhook(
+                self.services.db,
+                self.services.settings,
+                caller.account_id,
+                request.webhook.url,
+                request.webhook.events,
+            )
         planned = self._plans[type(request)](caller, request)
         operation = planned.inputs.operation
         new = jobs_service.NewJob(
@@ -111,6 +122,7 @@ class JobCreation:
             inputs=planned.inputs.stored(),
             price=price_of(self.services.config.prices, planned.inputs),
             parent_job_id=planned.parent_job_id,
+            webhook=webhook,
             seed=planned.seed,
         )
         job, replayed = self.lifecycle.create(caller, new, idempotency)

@@ -1,6 +1,7 @@
 """A job's life, one function per transition: create, claim, complete, fail, cancel, hand back,
 and the recovery of a job whose worker vanished. Each commits (through `core/jobs/service.py`,
-where the rules, the compare-and-set and the credit movements live) and then says so: the job's
+where the rules, the compare-and-set, the credit movements and the webhook deliveries the change
+causes, `core/webhooks/outbox.py`, live) and then says so: the job's
 state event, which wakes the long-polls waiting on it (`core/events.py`), and what the change
 sets going on the broker (the job's task; the next video of its account's line).
 

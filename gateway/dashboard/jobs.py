@@ -10,6 +10,7 @@ from fastapi.responses import RedirectResponse, StreamingResponse
 from core.jobs import service as jobs_service
 from core.jobs.contract import JobStatus, JobType
 from core.thumbnails import service as thumbnails
+from core.webhooks import service as webhooks
 from gateway.dashboard.gallery import Gallery
 from gateway.dashboard.web import (
     PREFIX,
@@ -82,7 +83,8 @@ def job_page(page: PageDep, job_id: str) -> Response:
     if job is None:
         return _not_found(page)
     card = gallery_for(page).cards([job], originals=True)[0]
-    return page.render("job.html", nav="jobs", card=card)
+    deliveries = webhooks.deliveries_of_job(page.services.db, page.user.account_id, job_id)
+    return page.render("job.html", nav="jobs", card=card, deliveries=deliveries)
 
 
 @router.get("/jobs/{job_id}/card")

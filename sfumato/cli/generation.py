@@ -200,7 +200,11 @@ def reframe(
     """Reframe a prior image to another aspect ratio."""
     with connected(api_url, api_key) as client:
         finish(
-            client, client.images.resize(image_id, ratio, resolution, seed=seed), output, as_json
+            client,
+            client.images.resize(image_id, ratio, resolution, seed=seed),
+            output,
+            preview,
+            as_json,
         )
 
 

@@ -251,9 +251,10 @@ def test_a_completion_writes_the_job_its_media_and_the_settle_entry_together(
 def test_a_claim_and_a_completion_are_each_one_statement_committing_by_itself(
     service: Service, key: str
 ) -> None:
-    """Issue 18's spine: on PostgreSQL the claim and the completion (job, media, settle entry)
-    are one round trip each, on a connection where the statement is its own durable commit
-    (no BEGIN, no COMMIT of their own); what they wrote is there for everyone afterwards."""
+    """Issue 18's spine: on PostgreSQL the claim and the completion (job, media, settle entry,
+    webhook deliveries) are one round trip each, on a connection where the statement is its
+    own durable commit (no BEGIN, no COMMIT of their own); what they wrote is there for
+    everyone afterwards."""
     job = _unpublished_job(service, key, "[sleep 0] one statement each")
     db = service.services.db
     sent: list[tuple[str, bool]] = []
@@ -285,7 +286,8 @@ def test_a_claim_and_a_completion_are_each_one_statement_committing_by_itself(
         completed = list(sent)
     finally:
         event.remove(db.engine, "before_cursor_execute", record)
-    assert claimed == [("UPDATE", True)]
+    # Each a data-modifying CTE: the change, and its webhook deliveries (core/webhooks/outbox).
+    assert claimed == [("WITH", True)]
     assert completed == [("WITH", True)]
     row = job_row(service.services, job.id)
     assert (row.status, row.attempts, row.progress, row.lease_expires_at) == (

@@ -1,7 +1,7 @@
 """job previews: the storage key of a processing job's latest live preview
 
 Revision ID: 0012
-Revises: 0008
+Revises: 0009
 Create Date: 2026-11-28
 """
 
@@ -9,7 +9,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision = "0012"
-down_revision = "0008"
+down_revision = "0009"
 branch_labels = None
 depends_on = None
 

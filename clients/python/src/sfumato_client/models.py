@@ -233,6 +233,15 @@ class Account(APIModel):
 # Request bodies
 
 
+class Webhook(RequestBody):
+    """Where a job's events are POSTed, signed with the account's webhook secret
+    (`client.webhooks.rotate_account_secret()`); `events` among started, progress, completed,
+    failed (the server's default: completed and failed)."""
+
+    url: str
+    events: list[str] | None = None
+
+
 class Adapter(RequestBody):
     """A LoRA adapter installed for the model (`ServedModel.loras`), at `scale` 0..2."""
 
@@ -254,6 +263,7 @@ class GenerateRequest(RequestBody):
     guidance: float | None = None
     model: str | None = None
     loras: list[Adapter] | None = None
+    webhook: Webhook | None = None
 
 
 class EditRequest(RequestBody):
@@ -268,6 +278,7 @@ class EditRequest(RequestBody):
     model: str | None = None
     loras: list[Adapter] | None = None
     mask: str | None = None
+    webhook: Webhook | None = None
 
 
 class ResizeRequest(RequestBody):
@@ -275,12 +286,14 @@ class ResizeRequest(RequestBody):
     aspect_ratio: str
     resolution: str | None = None
     seed: int | None = None
+    webhook: Webhook | None = None
 
 
 class UpscaleRequest(RequestBody):
     image_id: str
     resolution: str
     seed: int | None = None
+    webhook: Webhook | None = None
 
 
 class ImageToVideoRequest(RequestBody):
@@ -291,6 +304,7 @@ class ImageToVideoRequest(RequestBody):
     audio: bool | None = None
     negative_prompt: str | None = None
     seed: int | None = None
+    webhook: Webhook | None = None
 
 
 class FramesRequest(RequestBody):
@@ -303,10 +317,12 @@ class FramesRequest(RequestBody):
     audio: bool | None = None
     negative_prompt: str | None = None
     seed: int | None = None
+    webhook: Webhook | None = None
 
 
 class ExtractRequest(RequestBody):
     url: str
+    webhook: Webhook | None = None
 
 
 class SearchRequest(RequestBody):
@@ -321,3 +337,45 @@ class LinkAssetsRequest(RequestBody):
 class PresignRequest(RequestBody):
     filename: str
     content_type: str
+
+
+# Webhooks
+
+
+class WebhookEndpoint(APIModel):
+    id: str
+    url: str
+    events: list[str]
+    created_at: str
+    disabled_at: str | None
+    disabled_reason: str | None
+    # Only in the answer that made it (or rotated it).
+    secret: str | None = None
+
+
+class WebhookSecret(APIModel):
+    secret: str
+
+
+class WebhookAttempt(APIModel):
+    attempted_at: str
+    status_code: int | None
+    error: str | None
+    duration_seconds: float
+
+
+class WebhookDelivery(APIModel):
+    id: str
+    event: str
+    url: str
+    endpoint_id: str | None
+    status: str
+    created_at: str
+    finished_at: str | None
+    next_attempt_at: str | None
+    attempts: list[WebhookAttempt]
+
+
+class CreateWebhookRequest(RequestBody):
+    url: str
+    events: list[str] | None = None
