@@ -35,6 +35,9 @@ class JobSnapshot:
     error: dict[str, Any] | None
     progress: float
     message: str | None
+    # A live preview lasts only while its job processes, less than a delivery's retries may
+    # take: webhooks never carry one (no `previewUrl`).
+    preview_key: str | None = None
 
     def stored(self) -> dict[str, Any]:
         return {
