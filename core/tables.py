@@ -25,6 +25,8 @@ from sqlalchemy import (
     Text,
     TypeDecorator,
     UniqueConstraint,
+    func,
+    literal_column,
 )
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.engine import Dialect
@@ -188,6 +190,24 @@ class JobRow(Base):
     # Set when the owner deletes the finished job: its inputs, result and media are gone, the
     # row stays because the credit ledger names it. Reads treat it as not found.
     deleted_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
+
+
+# A pending job's place in its queue's order (`core/jobs/standing.py`): the moment it joined the
+# broker's queue (its last publish), or its creation while not yet published. Partial, so the
+# count of the jobs ahead of one reads only pending jobs' entries; the predicate is a literal, as
+# the queries that use it write it (a bound parameter would hide it from the planner).
+PENDING_LITERAL = literal_column("'pending'")
+QUEUE_ORDER = func.coalesce(JobRow.dispatched_at, JobRow.created_at)
+Index(
+    "ix_jobs_pending_queue_order",
+    JobRow.queue,
+    QUEUE_ORDER,
+    JobRow.id,
+    postgresql_where=JobRow.status == PENDING_LITERAL,
+    sqlite_where=JobRow.status == PENDING_LITERAL,
+)
+# A queue's recent runs, the history its wait estimates come from.
+Index("ix_jobs_queue_finished", JobRow.queue, JobRow.finished_at)
 
 
 class Media(Base):

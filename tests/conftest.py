@@ -20,7 +20,7 @@ import os
 import tempfile
 import uuid
 from collections.abc import Iterator
-from contextlib import ExitStack
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
 import psycopg
@@ -54,6 +54,14 @@ def _sqlalchemy_url(url: str) -> str:
 @pytest.fixture(scope="session")
 def postgres_database() -> Iterator[str]:
     """A fresh database on the test PostgreSQL server, dropped at the end."""
+    with fresh_postgres_database() as url:
+        yield url
+
+
+@contextmanager
+def fresh_postgres_database() -> Iterator[str]:
+    """A new, empty database on the test PostgreSQL server, dropped on the way out (skips the
+    test without one)."""
     if not POSTGRES_URL:
         pytest.skip("distributed mode needs SFUMATO_TEST_POSTGRES_URL (set by .ci/run)")
     name = f"sfumato_test_{uuid.uuid4().hex[:10]}"

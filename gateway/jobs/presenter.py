@@ -6,6 +6,7 @@ from datetime import datetime
 from typing import Any, Protocol
 
 from core.clock import isoformat_ms
+from core.jobs.standing import Standing
 from core.jobs.contract import (
     NOTES_SEPARATOR,
     TERMINAL,
@@ -23,13 +24,17 @@ class JobLike(Protocol):
     """What the presenter reads: a Job row, or a lighter row with the same column names."""
 
     id: str
+    account_id: str
     type: str
+    queue: str
     status: str
     created_at: datetime
     result: dict[str, Any] | None
     error: dict[str, Any] | None
     progress: float
     message: str | None
+    dispatched_at: datetime | None
+    started_at: datetime | None
 
 
 def progress_of(job: JobLike) -> float:
@@ -47,6 +52,20 @@ def notes_of(job: JobLike) -> list[str]:
     return job.message.split(NOTES_SEPARATOR)
 
 
+def add_standing(view: dict[str, Any], job: JobLike, standing: Standing) -> None:
+    """The extensions `queuePosition` and `estimatedStartAt` on a pending job,
+    `estimatedCompletionAt` on a processing one (null when it cannot be known)."""
+    if job.status == JobStatus.PENDING and standing.queue_position is not None:
+        view["queuePosition"] = standing.queue_position
+        view["estimatedStartAt"] = _moment(standing.estimated_start_at)
+    elif job.status == JobStatus.PROCESSING:
+        view["estimatedCompletionAt"] = _moment(standing.estimated_completion_at)
+
+
+def _moment(moment: datetime | None) -> str | None:
+    return isoformat_ms(moment) if moment is not None else None
+
+
 class JobPresenter:
     def __init__(self, signer: UrlSigner) -> None:
         self.signer = signer
@@ -60,9 +79,12 @@ class JobPresenter:
             "createdAt": isoformat_ms(job.created_at),
         }
 
-    def job(self, job: JobLike) -> dict[str, Any]:
+    def job(self, job: JobLike, standing: Standing | None = None) -> dict[str, Any]:
+        """The job as every read shows it; `standing` adds where a job in flight stands."""
         view = self.created(job)
         view["progress"] = progress_of(job)
+        if standing is not None:
+            add_standing(view, job, standing)
         if job.status == JobStatus.COMPLETED and job.result is not None:
             view["result"] = self._result(result_of(job.type, job.result))
         if job.status == JobStatus.FAILED and job.error is not None:
@@ -111,9 +133,9 @@ class JobAnswers:
     def __init__(self) -> None:
         self._bodies: dict[tuple[str, str], tuple[JobLike, object, bytes]] = {}
 
-    def body(self, job: JobLike, signer: UrlSigner) -> bytes:
+    def body(self, job: JobLike, signer: UrlSigner, standing: Standing | None = None) -> bytes:
         if job.status not in TERMINAL:
-            return render_json({"data": JobPresenter(signer).job(job)})
+            return render_json({"data": JobPresenter(signer).job(job, standing)})
         place = (job.id, signer.base_url)
         validity = signer.validity()
         kept = self._bodies.get(place)
