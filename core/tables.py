@@ -14,6 +14,7 @@ import orjson
 from sqlalchemy import (
     JSON,
     Boolean,
+    ColumnClause,
     DateTime,
     Float,
     ForeignKey,
@@ -196,7 +197,7 @@ class JobRow(Base):
 # broker's queue (its last publish), or its creation while not yet published. Partial, so the
 # count of the jobs ahead of one reads only pending jobs' entries; the predicate is a literal, as
 # the queries that use it write it (a bound parameter would hide it from the planner).
-PENDING_LITERAL = literal_column("'pending'")
+PENDING_LITERAL: ColumnClause[str] = literal_column("'pending'", String)
 QUEUE_ORDER = func.coalesce(JobRow.dispatched_at, JobRow.created_at)
 Index(
     "ix_jobs_pending_queue_order",

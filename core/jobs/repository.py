@@ -556,10 +556,10 @@ def mark_deleted(session: Session, job_id: str, moment: datetime) -> None:
 
 
 # Where a pending image or style job stands: the pending jobs of its queue ahead of it in the
-# broker's order (`QUEUE_ORDER`, then id), counted on the partial index `ix_jobs_pending_queue_order`
-# (index ranges, never the table). Two counts, those before its moment and those at it with a
-# smaller id: SQLite takes no row-value range on an expression index. The video line orders its
-# queue otherwise (`video_line`).
+# broker's order (`QUEUE_ORDER`, then id), counted on the partial index
+# `ix_jobs_pending_queue_order` (index ranges, never the table). Two counts, those before its
+# moment and those at it with a smaller id: SQLite takes no row-value range on an expression
+# index. The video line orders its queue otherwise (`video_line`).
 _AHEAD = aliased(JobRow, name="ahead")
 _AHEAD_ORDER = func.coalesce(_AHEAD.dispatched_at, _AHEAD.created_at)
 
@@ -637,16 +637,16 @@ def recent_runs(session: Session, queue: str, since: datetime, limit: int) -> li
         .order_by(JobRow.finished_at.desc())
         .limit(limit)
     ).all()
-    return [Run(*row) for row in rows]
+    return [Run(started, finished, progress) for started, finished, progress in rows if started]
 
 
 def running(session: Session, queue: str) -> list[Run]:
     """The queue's jobs on a worker now (as many as its busy worker slots)."""
     rows = session.execute(
-        select(JobRow.started_at, JobRow.finished_at, JobRow.progress).where(
+        select(JobRow.started_at, JobRow.progress).where(
             JobRow.status == JobStatus.PROCESSING,
             JobRow.queue == queue,
             JobRow.started_at.is_not(None),
         )
     ).all()
-    return [Run(*row) for row in rows]
+    return [Run(started, None, progress) for started, progress in rows if started]

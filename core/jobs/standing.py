@@ -107,12 +107,12 @@ class QueuePace:
 
     @classmethod
     def of(cls, recent: Sequence[Run], running: Sequence[Run], now: datetime) -> QueuePace:
-        run_seconds = (
-            sum(max(0.0, (run.finished_at - run.started_at).total_seconds()) for run in recent)
-            / len(recent)
-            if recent
-            else None
-        )
+        lengths = [
+            max(0.0, (run.finished_at - run.started_at).total_seconds())
+            for run in recent
+            if run.finished_at is not None
+        ]
+        run_seconds = sum(lengths) / len(lengths) if lengths else None
         slots = max(1, len(running), most_at_once([*recent, *running], now))
         ends = [completion_of(run.started_at, run.progress, now, run_seconds) for run in running]
         frees_at = [max(now, end) if end is not None else now for end in ends]

@@ -6,7 +6,6 @@ from datetime import datetime
 from typing import Any, Protocol
 
 from core.clock import isoformat_ms
-from core.jobs.standing import Standing
 from core.jobs.contract import (
     NOTES_SEPARATOR,
     TERMINAL,
@@ -16,6 +15,7 @@ from core.jobs.contract import (
     VideoResult,
     result_of,
 )
+from core.jobs.standing import Standing
 from gateway.responses import render_json
 from gateway.signing import UrlSigner
 

@@ -54,7 +54,9 @@ def read(client: httpx.Client, job_id: str) -> dict:
 
 def processing(client: httpx.Client, *job_ids: str) -> None:
     for job_id in job_ids:
-        wait_until(lambda: status_of(client, job_id) == "processing", 60, f"{job_id} started")
+        wait_until(
+            lambda job_id=job_id: status_of(client, job_id) == "processing", 60, f"{job_id} started"
+        )
 
 
 def positions(client: httpx.Client, job_ids: list[str]) -> list[int | None]:
@@ -109,8 +111,10 @@ def test_image_positions_follow_the_queue_and_estimates_wait_for_history(fresh: 
         holders = [create(client, HOLD, quality="low")["id"] for _ in range(2)]
         processing(client, *holders)
         ends = wait_until(
-            lambda: all(ends := [read(client, job)["estimatedCompletionAt"] for job in holders])
-            and ends,
+            lambda: (
+                all(ends := [read(client, job)["estimatedCompletionAt"] for job in holders])
+                and ends
+            ),
             30,
             "both holders' estimated completions",
         )
