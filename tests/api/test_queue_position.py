@@ -17,8 +17,11 @@ from datetime import datetime, timedelta
 
 import httpx
 import pytest
+from typer.testing import CliRunner
 
 from core.tables import JobRow
+from sfumato.cli import app
+from sfumato_client import Client
 from tests.conftest import distributed_mode, embedded_mode, fresh_postgres_database
 from tests.support.http_jobs import create, status_of, video_done, wait_done
 from tests.support.job_events import events_of, sse_lines, stream
@@ -156,6 +159,36 @@ def test_the_event_stream_sends_a_pending_jobs_position_as_it_moves(fresh: Servi
         ]
         assert all("estimatedStartAt" in event.job for event in seen[:2])
         cancel(control, *holders)
+
+
+def test_the_python_client_and_the_cli_show_the_standing(fresh: Service) -> None:
+    key = fresh.new_key(credits=100_000)
+    env = {"SFUMATO_API_URL": fresh.api, "SFUMATO_API_KEY": key}
+    with Client(fresh.api, key) as client:
+        holders = [client.images.generate(HOLD, quality="low") for _ in range(2)]
+        with fresh.client(key) as http:
+            processing(http, *(holder.id for holder in holders))
+            waiting = client.images.generate("[sleep 0.2] shown", quality="low")
+            job = client.jobs.get(waiting.id)
+            served = read(http, waiting.id)
+        assert (job.queue_position, job.estimated_start_at) == (
+            served["queuePosition"],
+            served["estimatedStartAt"],
+        )
+        assert job.queue_position == 1
+        shown = CliRunner().invoke(app, ["jobs", "show", waiting.id], env=env)
+        assert shown.exit_code == 0 and "#1 in queue" in shown.stdout, shown.stdout
+        running = wait_until(
+            lambda: (job := client.jobs.get(holders[0].id)).estimated_completion_at and job,
+            30,
+            "an estimated completion",
+        )
+        assert running.queue_position is None
+        shown = CliRunner().invoke(app, ["jobs", "show", holders[0].id], env=env)
+        assert shown.exit_code == 0 and "ends in about" in shown.stdout, shown.stdout
+        for holder in holders:
+            holder.cancel()
+        assert waiting.wait().status == "completed"
 
 
 def test_video_positions_are_the_lines_real_order(fresh: Service) -> None:
