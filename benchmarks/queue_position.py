@@ -1,0 +1,213 @@
+"""`queue_position`: what reading a pending job's standing costs with a backlog behind it, and how
+close its `estimatedStartAt` comes to when it really starts."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from datetime import datetime, timedelta
+
+from sqlalchemy import insert
+
+from benchmarks.harness import MODES, ApiClient, Deployment, Options, deployment
+from benchmarks.httpclient import request_bytes
+from benchmarks.loadgen import LoadResult, LoadSpec, measure
+from benchmarks.measures import percentile
+from benchmarks.report import Section, Table, ms
+from core.accounts import authentication
+from core.clock import utcnow
+from core.ids import new_id
+from core.tables import JobRow
+
+BACKLOGS = (10, 1_000, 10_000)
+# A read's latency alone (one connection, closed loop), and under concurrent polls.
+CONNECTIONS = (1, 16)
+# Job lengths of the accuracy backlog, seconds: uneven, from instant to several seconds.
+LENGTHS = (0.1, 0.3, 0.5, 1.0, 2.0, 4.0)
+# Nothing sweeps during the latency runs: their pending rows are written straight to the
+# database as published jobs, and a sweep would hand them to the workers.
+QUIET_SWEEP = {"SFUMATO_SWEEP_INTERVAL_SECONDS": "3600", "SFUMATO_DISPATCH_GRACE_SECONDS": "3600"}
+METHOD = f"""
+**Read latency.** `GET /v1/jobs/{{id}}` of a pending image job with {
+    ", ".join(f"{n:,}" for n in BACKLOGS)
+} pending image jobs in its queue, the read job the last of them (position = backlog,
+the most jobs ahead to count), beside the read of a completed job on the same server. The
+backlog's rows are written straight to the database as published pending jobs (the periodic
+sweep is held off, so no worker takes them); the gateway is a `sfumato serve` subprocess,
+embedded (SQLite) and distributed (`--no-workers`, PostgreSQL, Redis). Closed-loop load from a
+second process on {" and ".join(str(c) for c in CONNECTIONS)} keep-alive connections, after a
+warm-up. A pending job's answer adds its position (`repository.JOBS_AHEAD`: two counts on the
+partial index `ix_jobs_pending_queue_order`) and its queue's pace (two small queries, kept a
+second per process).
+
+**Accuracy.** On a fresh deployment of each mode (the image queue: 2 jobs at once), a history of
+uneven jobs runs first (`[sleep S]`, S drawn from {", ".join(str(s) for s in LENGTHS)} s, a
+fixed seed), then a backlog of the same mix is created at once; each job's `estimatedStartAt` is
+read right after its create and compared with its real start (`started_at`, from the database
+afterwards). Error = estimated - real; the table gives |error| (median, p90, max), the median
+signed error (positive: started sooner than said), and the median real wait for scale.
+"""
+
+
+def run(options: Options) -> Section:
+    section = Section("queue_position", METHOD)
+    latency = Table(["mode", "read job", "connections", "requests/s", "p50", "p99", "non-200"])
+    accuracy = Table(
+        [
+            "mode",
+            "jobs",
+            "median |error|",
+            "p90 |error|",
+            "max |error|",
+            "median error",
+            "median wait",
+        ]
+    )
+    seconds = options.scaled(4.0, 1.5)
+    for mode in MODES:
+        with deployment(
+            mode, options.work_dir / f"queue_position-{mode}", extra_env=QUIET_SWEEP
+        ) as service:
+            for label, result in _latencies(service, seconds):
+                latency.add(mode, *label, *_load_cells(result))
+        with deployment(mode, options.work_dir / f"queue_accuracy-{mode}") as service:
+            errors, waits = asyncio.run(_accuracy(service, options.scaled(40, 12)))
+        magnitudes = sorted(abs(error) for error in errors)
+        signed = sorted(errors)
+        accuracy.add(
+            mode,
+            len(errors),
+            f"{percentile(magnitudes, 0.5):.2f} s",
+            f"{percentile(magnitudes, 0.9):.2f} s",
+            f"{magnitudes[-1]:.2f} s",
+            f"{percentile(signed, 0.5):+.2f} s",
+            f"{percentile(sorted(waits), 0.5):.2f} s",
+        )
+    section.tables += [latency, accuracy]
+    section.findings.append(
+        "Read latency: a pending job's read costs its position's count, which grows with the "
+        "jobs ahead of it (an index range, never the table); see the rows above for what that "
+        "is at each backlog against a completed job's read."
+    )
+    return section
+
+
+def _load_cells(result: LoadResult) -> list[str]:
+    return [
+        f"{result.requests_per_second:,.0f}",
+        ms(result.p50_ms / 1000),
+        ms(result.p99_ms / 1000),
+        str(result.errors),
+    ]
+
+
+def _latencies(service: Deployment, seconds: float) -> list[tuple[tuple[str, int], LoadResult]]:
+    key = service.new_key()
+    caller = authentication.authenticate(service.db, key)
+    assert caller is not None
+    completed = asyncio.run(_completed_job(service, key))
+    results = []
+    for connections in CONNECTIONS:
+        results.append(
+            (("completed", connections), _read_load(service, key, completed, connections, seconds))
+        )
+    written = 0
+    start = utcnow()
+    for backlog in BACKLOGS:
+        last = _write_pending(service, caller.account_id, start, written, backlog)
+        written = backlog
+        for connections in CONNECTIONS:
+            results.append(
+                (
+                    (f"pending, position {backlog:,}", connections),
+                    _read_load(service, key, last, connections, seconds),
+                )
+            )
+    return results
+
+
+def _read_load(
+    service: Deployment, key: str, job_id: str, connections: int, seconds: float
+) -> LoadResult:
+    request = request_bytes("GET", f"/v1/jobs/{job_id}", service.port, {"x-api-key": key})
+    return measure(
+        LoadSpec(
+            service.port, service.gateway.pid, request, connections, min(1.0, seconds), seconds
+        )
+    )
+
+
+async def _completed_job(service: Deployment, key: str) -> str:
+    client = ApiClient(service.port)
+    try:
+        job_id = await client.create_image(key, "[sleep 0] queue position reference")
+        await client.wait_terminal(key, job_id)
+    finally:
+        client.close()
+    return job_id
+
+
+def _write_pending(
+    service: Deployment, account_id: str, start: datetime, first: int, until: int
+) -> str:
+    """Pending image jobs number `first` to `until` - 1, published in that order (as the
+    gateway would have made them, a millisecond apart); the id of the last."""
+    rows = []
+    for number in range(first, until):
+        moment = start + timedelta(milliseconds=number)
+        rows.append(
+            {
+                "id": new_id(),
+                "account_id": account_id,
+                "type": "image.generate",
+                "operation": "generate",
+                "queue": "image",
+                "status": "pending",
+                "inputs": {},
+                "seed": 0,
+                "credits_reserved": 0,
+                "attempts": 0,
+                "progress": 0.0,
+                "created_at": moment,
+                "dispatched_at": moment + timedelta(microseconds=500),
+            }
+        )
+    with service.db.write() as session:
+        session.execute(insert(JobRow), rows)
+    return str(rows[-1]["id"])
+
+
+async def _accuracy(service: Deployment, jobs: int) -> tuple[list[float], list[float]]:
+    """Each backlog job's estimated start minus its real start, and its real wait, seconds."""
+    draw = random.Random(34)
+    key = service.new_key()
+    client = ApiClient(service.port)
+    try:
+        history = [
+            await client.create_image(key, f"[sleep {draw.choice(LENGTHS)}] history")
+            for _ in range(12)
+        ]
+        for job_id in history:
+            await client.wait_terminal(key, job_id)
+        estimates: dict[str, datetime] = {}
+        for _ in range(jobs):
+            job_id = await client.create_image(key, f"[sleep {draw.choice(LENGTHS)}] backlog")
+            read = (await client.call("GET", f"/jobs/{job_id}", key)).json()["data"]
+            if read["status"] == "pending" and read.get("estimatedStartAt"):
+                estimates[job_id] = datetime.fromisoformat(
+                    read["estimatedStartAt"].replace("Z", "+00:00")
+                )
+        for job_id in estimates:
+            await client.wait_terminal(key, job_id)
+    finally:
+        client.close()
+    times = service.job_times(list(estimates))
+    errors, waits = [], []
+    for job_id, estimate in estimates.items():
+        started = times[job_id].started_at
+        assert started is not None
+        errors.append((estimate - started).total_seconds())
+        waits.append((started - times[job_id].created_at).total_seconds())
+    if not errors:
+        raise RuntimeError("no backlog job was read pending with an estimate")
+    return errors, waits
