@@ -8,7 +8,9 @@ from datetime import datetime
 from typing import Any
 
 from sqlalchemy import (
+    ColumnClause,
     Connection,
+    String,
     and_,
     any_,
     bindparam,
@@ -16,6 +18,7 @@ from sqlalchemy import (
     delete,
     func,
     insert,
+    literal_column,
     or_,
     select,
     text,
@@ -459,6 +462,33 @@ def accounts_with_waiting_videos(session: Session, created_before: datetime) -> 
     )
 
 
+# Where a pending image or style job stands: the pending jobs of its queue ahead of it in the
+# broker's order (`QUEUE_ORDER`, then id), counted on the partial index
+# `ix_jobs_pending_queue_order` (index ranges, never the table). Two counts, those before its
+# moment and those at it with a smaller id: SQLite takes no row-value range on an expression
+# index. The video line orders its queue otherwise (`video_line`).
+VIDEO_LITERAL: ColumnClause[str] = literal_column("'video'", String)
+_AHEAD = aliased(JobRow, name="ahead")
+_AHEAD_ORDER = func.coalesce(_AHEAD.dispatched_at, _AHEAD.created_at)
+
+
+def _pending_ahead(*conditions: Any) -> Any:
+    return (
+        select(func.count())
+        .select_from(_AHEAD)
+        .where(_AHEAD.status == PENDING_LITERAL, _AHEAD.queue == JobRow.queue, *conditions)
+        .scalar_subquery()
+    )
+
+
+JOBS_AHEAD = _pending_ahead(_AHEAD_ORDER < QUEUE_ORDER) + _pending_ahead(
+    _AHEAD_ORDER == QUEUE_ORDER, _AHEAD.id < JobRow.id
+)
+JOBS_AHEAD_BY_ID = select(JobRow.id, JOBS_AHEAD.label("ahead")).where(
+    JobRow.id == bindparam("job_id")
+)
+
+
 # What the API shows of one of the account's jobs: the per-request poll, compiled once for the
 # database and run on the driver's connection (core/driver_reads.py).
 JOB_VIEW_COLUMNS = (
@@ -472,9 +502,15 @@ JOB_VIEW_COLUMNS = (
     JobRow.error,
     JobRow.progress,
     JobRow.message,
-    # What a job in flight's standing is worked out from (`core/jobs/standing.py`).
+    # What a job in flight's standing is worked out from (`core/jobs/standing.py`), the jobs
+    # ahead of a pending image or style job counted in the same statement (no other job's
+    # read evaluates the count: a CASE runs its branch only when taken).
     JobRow.dispatched_at,
     JobRow.started_at,
+    case(
+        (and_(JobRow.status == PENDING_LITERAL, JobRow.queue != VIDEO_LITERAL), JOBS_AHEAD),
+        else_=None,
+    ).label("jobs_ahead"),
 )
 # SQLite: one job, read inline.
 JOB_VIEW_BY_ID = select(*JOB_VIEW_COLUMNS).where(
@@ -553,37 +589,6 @@ def mark_deleted(session: Session, job_id: str, moment: datetime) -> None:
         .values(deleted_at=moment, inputs={}, result=None, error=None, message=None)
     )
     session.execute(delete(IdempotencyRecord).where(IdempotencyRecord.job_id == job_id))
-
-
-# Where a pending image or style job stands: the pending jobs of its queue ahead of it in the
-# broker's order (`QUEUE_ORDER`, then id), counted on the partial index
-# `ix_jobs_pending_queue_order` (index ranges, never the table). Two counts, those before its
-# moment and those at it with a smaller id: SQLite takes no row-value range on an expression
-# index. The video line orders its queue otherwise (`video_line`).
-_AHEAD = aliased(JobRow, name="ahead")
-_AHEAD_ORDER = func.coalesce(_AHEAD.dispatched_at, _AHEAD.created_at)
-
-
-def _pending_ahead(*conditions: Any) -> Any:
-    return (
-        select(func.count())
-        .select_from(_AHEAD)
-        .where(_AHEAD.status == PENDING_LITERAL, _AHEAD.queue == JobRow.queue, *conditions)
-        .scalar_subquery()
-    )
-
-
-JOBS_AHEAD = _pending_ahead(_AHEAD_ORDER < QUEUE_ORDER) + _pending_ahead(
-    _AHEAD_ORDER == QUEUE_ORDER, _AHEAD.id < JobRow.id
-)
-# SQLite: one job's, read inline.
-JOBS_AHEAD_BY_ID = select(JobRow.id, JOBS_AHEAD.label("ahead")).where(
-    JobRow.id == bindparam("job_id")
-)
-# PostgreSQL: the jobs concurrent reads asked for, in one statement.
-JOBS_AHEAD_BY_IDS = select(JobRow.id, JOBS_AHEAD.label("ahead")).where(
-    JobRow.id == any_(bindparam("keys"))
-)
 
 
 def jobs_ahead(session: Session, job_id: str) -> int:

@@ -7,7 +7,7 @@ The order is the scheduler's own:
   published (`dispatched_at`; a job handed back or recovered is published again, at the end),
   or, not yet published (just created, or the broker was down), in creation order behind the
   published ones' moments. The jobs ahead are counted on a partial index of pending jobs
-  (`repository.JOBS_AHEAD`): one statement, an index range, never the table.
+  (`repository.JOBS_AHEAD`): index ranges, never the table, in the job read's own statement.
 - video: the video line (`core/jobs/dispatch.py`). Each account has at most one video published
   (or running); its next is published when that one ends, at the end of the broker's queue. So
   the published videos come first in the order they were published, then the waiting ones in
@@ -26,7 +26,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any, Protocol
+from typing import Protocol
 
 from core.clock import utcnow
 from core.db import Database
@@ -53,6 +53,13 @@ class InFlightJob(Protocol):
     dispatched_at: datetime | None
     started_at: datetime | None
     progress: float
+
+
+class ReadJob(InFlightJob, Protocol):
+    """The job read's row (`repository.JOB_VIEW_COLUMNS`): the jobs ahead of a pending image or
+    style job come with it."""
+
+    jobs_ahead: int | None
 
 
 @dataclass(frozen=True)
@@ -172,15 +179,15 @@ class Standings:
             return self._processing(job, self.pace(job.queue))
         return None
 
-    async def of_read(self, job: InFlightJob) -> Standing | None:
-        """`of` for the job read on the event loop: an image or style job's position is one
-        statement on the driver's connection (batched with concurrent reads on PostgreSQL);
-        the rest, a pace once per `PACE_SECONDS` and the video line, in a thread."""
+    async def of_read(self, job: ReadJob) -> Standing | None:
+        """`of` for the job read on the event loop: an image or style job's position came with
+        its read (`repository.JOB_VIEW_COLUMNS`); the rest, a pace once per `PACE_SECONDS` and
+        the video line, is read in a thread."""
         if job.status == JobStatus.PENDING:
             if job.queue == Queue.VIDEO:
                 position = await asyncio.to_thread(self._line_position, job.id)
             else:
-                position = await self._jobs_ahead(job.id) + 1
+                position = (job.jobs_ahead or 0) + 1
             return self._pending(position, await self._pace_async(job.queue))
         if job.status == JobStatus.PROCESSING:
             return self._processing(job, await self._pace_async(job.queue))
@@ -225,11 +232,3 @@ class Standings:
         with self.db.read() as session:
             order = line_order(repository.video_line(session))
         return order.index(job_id) + 1 if job_id in order else None
-
-    async def _jobs_ahead(self, job_id: str) -> int:
-        row: Any
-        if self.db.is_sqlite:
-            row = self.db.driver_reads.one(repository.JOBS_AHEAD_BY_ID, {"job_id": job_id})
-        else:
-            row = await self.db.driver_reads.by_key(repository.JOBS_AHEAD_BY_IDS, job_id)
-        return int(row.ahead) if row is not None else 0

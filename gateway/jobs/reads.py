@@ -13,15 +13,19 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Protocol
 
 from core.db import Database
 from core.events import JobEvents, JobWatch, begun_after_wakes
 from core.jobs import service as jobs_service
 from core.jobs.contract import TERMINAL
-from core.jobs.standing import Standing, Standings
+from core.jobs.standing import ReadJob, Standing, Standings
 from gateway.jobs.presenter import JobAnswers, JobLike
 from gateway.signing import UrlSigner
+
+
+class JobView(JobLike, ReadJob, Protocol):
+    """A job as the read gives it: what the presenter shows, and what its standing needs."""
 
 
 class JobReads:
@@ -43,7 +47,7 @@ class JobReads:
             return None
         return self._answers.body(job, signer, await self.standing(job))
 
-    async def standing(self, job: JobLike) -> Standing | None:
+    async def standing(self, job: JobView) -> Standing | None:
         """Where the job stands if it is in flight (None once it is finished)."""
         if job.status in TERMINAL:
             return None
@@ -51,7 +55,7 @@ class JobReads:
 
     async def read(
         self, account_id: str, job_id: str, types: Sequence[str], wait: bool
-    ) -> JobLike | None:
+    ) -> JobView | None:
         """The account's job of one of `types` (None: no such job), after waiting for a terminal
         state when `wait` (about `wait_seconds` at most)."""
         if not wait:
@@ -86,5 +90,5 @@ class JobReads:
             del self._rereads[key]
 
 
-def _of_types(job: Any, types: Sequence[str]) -> JobLike | None:
+def _of_types(job: Any, types: Sequence[str]) -> JobView | None:
     return job if job is not None and job.type in types else None
