@@ -137,12 +137,17 @@ def test_image_positions_follow_the_queue_and_estimates_wait_for_history(fresh: 
         assert all("queuePosition" not in read(client, job_id) for job_id in waiting)
 
 
-def test_the_event_stream_sends_a_pending_jobs_position_as_it_moves(fresh: Service) -> None:
+def test_the_long_poll_and_the_event_stream_carry_a_pending_jobs_position(
+    fresh: Service,
+) -> None:
     key = fresh.new_key(credits=100_000)
     with fresh.client(key) as client, fresh.client(key) as control:
         holders = [create(client, HOLD, quality="low")["id"] for _ in range(2)]
         processing(client, *holders)
         ahead, followed = (create(client, HOLD, quality="low")["id"] for _ in range(2))
+        # A long-poll that ends with the job still pending answers its standing too.
+        polled = client.get(f"/jobs/{followed}", params={"wait": "true"}).json()["data"]
+        assert (polled["status"], polled["queuePosition"]) == ("pending", 2)
         seen = []
         with stream(client, followed) as response:
             for event in events_of(sse_lines(response)):
