@@ -37,9 +37,9 @@ backlog's rows are written straight to the database as published pending jobs (t
 sweep is held off, so no worker takes them); the gateway is a `sfumato serve` subprocess,
 embedded (SQLite) and distributed (`--no-workers`, PostgreSQL, Redis). Closed-loop load from a
 second process on {" and ".join(str(c) for c in CONNECTIONS)} keep-alive connections, after a
-warm-up. A pending job's answer adds its position (`repository.JOBS_AHEAD`: two counts on the
-partial index `ix_jobs_pending_queue_order`) and its queue's pace (two small queries, kept a
-second per process).
+warm-up. A pending job's read counts the jobs ahead of it in its own statement
+(`repository.JOBS_AHEAD`: two counts on the partial index `ix_jobs_pending_queue_order`), and
+its answer adds its queue's pace (two small queries, kept a second per process).
 
 **Accuracy.** On a fresh deployment of each mode (the image queue: 2 jobs at once), a history of
 {HISTORY_RUNS} uneven jobs runs first (as many as the estimate reads; `[sleep S]`, S drawn from

@@ -11,6 +11,7 @@ the jobs behind them waiting as long as a test needs; cancels move the queue on.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from contextlib import ExitStack
 from datetime import datetime, timedelta
@@ -240,3 +241,14 @@ def start_times(service: Service, job_ids: list[str]) -> dict[str, datetime]:
     with service.services.db.read() as session:
         rows = session.query(JobRow.id, JobRow.started_at).filter(JobRow.id.in_(job_ids)).all()
     return {row.id: row.started_at for row in rows}
+
+
+def test_the_fields_are_optional_extensions_of_the_documented_job(fresh: Service) -> None:
+    document = httpx.get(f"{fresh.api}/openapi.json").json()
+    job = document["components"]["schemas"]["Job"]
+    for field in ("queuePosition", "estimatedStartAt", "estimatedCompletionAt"):
+        assert field in job["properties"] and field not in job["required"], field
+        assert job["properties"][field]["description"].startswith("Extension"), field
+    stream = document["paths"]["/v1/jobs/{id}/events"]["get"]["responses"]["200"]
+    pattern = stream["content"]["text/event-stream"]["schema"]["properties"]["id"]["pattern"]
+    assert re.fullmatch(pattern, "pending/0/12") and re.fullmatch(pattern, "processing/420")
