@@ -79,6 +79,9 @@ class JobCard:
     images: list[ImageView] = field(default_factory=list)
     video: VideoView | None = None
     style_id: str | None = None
+    # What the job ran with, to reproduce it ("Reuse this seed").
+    seed: int | None = None
+    model: str | None = None
 
     @property
     def percent(self) -> int:
@@ -161,7 +164,10 @@ class Gallery:
                 standing=standing_text(job.status, self.standings.of(job), now),
             )
             result = results.get(job.id)
+            if isinstance(result, ImagesResult | VideoResult):
+                card.seed = result.seed
             if isinstance(result, ImagesResult):
+                card.model = result.model
                 card.images = [
                     ImageView(
                         id=image.id,

@@ -94,7 +94,7 @@ class JobPresenter:
 
     def _result(self, result: StoredResult) -> dict[str, Any]:
         if isinstance(result, ImagesResult):
-            return {
+            images: dict[str, Any] = {
                 "images": [
                     {
                         "id": image.id,
@@ -105,10 +105,16 @@ class JobPresenter:
                     for image in result.images
                 ]
             }
+            # Results stored before seeds were reported have none.
+            if result.seed is not None:
+                images["seed"] = result.seed
+            if result.model is not None:
+                images["model"] = result.model
+            return images
         if isinstance(result, VideoResult):
             video = result.video
             poster = video.thumbnail_key
-            return {
+            clip: dict[str, Any] = {
                 "video": {
                     "id": video.id,
                     "url": self.signer.url(video.key),
@@ -118,6 +124,9 @@ class JobPresenter:
                     "height": video.height,
                 }
             }
+            if result.seed is not None:
+                clip["seed"] = result.seed
+            return clip
         return {"style": {"id": result.style.id}}
 
 
