@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Protocol
@@ -165,9 +165,8 @@ class Standings:
     """The standings of one process's reads: positions read per job, each queue's pace kept
     for `PACE_SECONDS`."""
 
-    def __init__(self, db: Database, clock: Callable[[], datetime] = utcnow) -> None:
+    def __init__(self, db: Database) -> None:
         self.db = db
-        self.clock = clock
         self._paces: dict[str, tuple[float, QueuePace]] = {}
 
     def of(self, job: InFlightJob) -> Standing | None:
@@ -197,7 +196,7 @@ class Standings:
         kept = self._paces.get(queue)
         if kept is not None and time.monotonic() - kept[0] < PACE_SECONDS:
             return kept[1]
-        now = self.clock()
+        now = utcnow()
         with self.db.read() as session:
             recent = repository.recent_runs(session, queue, now - HISTORY_WINDOW, HISTORY_RUNS)
             running = repository.running(session, queue)
@@ -219,7 +218,7 @@ class Standings:
     def _processing(self, job: InFlightJob, pace: QueuePace) -> Standing:
         if job.started_at is None:
             return Standing()
-        end = completion_of(job.started_at, job.progress, self.clock(), pace.run_seconds)
+        end = completion_of(job.started_at, job.progress, utcnow(), pace.run_seconds)
         return Standing(estimated_completion_at=end)
 
     def _position(self, job: InFlightJob) -> int | None:
