@@ -97,9 +97,10 @@ def run(options: Options) -> Section:
         )
         section.findings.append(
             f"{mode}: the estimates take the history's mean run, {measured.history_run:.2f} s; "
-            f"the backlog's own was {measured.backlog_run:.2f} s. Over the k runs ahead of a "
-            "job that difference adds up k times per slot: an estimate cannot know the lengths "
-            "of jobs not yet run."
+            f"the backlog's own was {measured.backlog_run:.2f} s (over the k runs ahead of a "
+            "job, a difference adds up about k / slots times: no estimate knows the lengths of "
+            "jobs not yet run). An early median error beyond that difference is time a slot "
+            "spends per job outside its run (claim to completion)."
         )
         deepest = f"pending, position {BACKLOGS[-1]:,}"
         section.findings.append(
