@@ -1,7 +1,10 @@
 # Sfumato: `make run` serves on http://127.0.0.1:8000, `make test` runs lint and the whole suite,
 # `make test-fast` the tests not marked slow (no lint). Both run the tests on every core
 # (TEST_WORKERS, pytest-xdist; docs/testing.md).
-PYTHON ?= $(shell command -v python3.11 || command -v python3)
+# The first of these that pyproject.toml's requires-python allows (3.11 or 3.12; 3.11 is the one
+# CI runs): tools/supported_python.py answers for each.
+PYTHON ?= $(shell for candidate in python3.11 python3.12 python3; do \
+	$$candidate tools/supported_python.py 2>/dev/null && { command -v $$candidate; break; }; done)
 VENV := .venv
 BIN := $(VENV)/bin
 HOST ?= 127.0.0.1
@@ -12,17 +15,22 @@ PYTEST := $(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadgroup
 .PHONY: run test test-fast fuzz lint format bench install dev clean system-deps gallery client-sync
 
 $(BIN)/python:
-	$(PYTHON) -c 'import sys; assert sys.version_info[:2] == (3, 11), "Python 3.11 is required"'
+	@test -n "$(PYTHON)" || { echo "Python 3.11 or 3.12 is required (none found on PATH)"; exit 1; }
+	$(PYTHON) tools/supported_python.py
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 
 # The Python client (clients/python) is a package of its own, installed beside the service.
+# torch first: the CPU-only build on a machine without an NVIDIA GPU, unless a local wheel or an
+# installed torch already serves (tools/torch_install.py says which it chose).
 $(VENV)/.installed: pyproject.toml clients/python/pyproject.toml | $(BIN)/python
+	$(BIN)/python tools/torch_install.py
 	$(BIN)/pip install -q -e .
 	$(BIN)/pip install -q -e ./clients/python
 	touch $@
 
 $(VENV)/.installed-dev: pyproject.toml clients/python/pyproject.toml | $(BIN)/python
+	$(BIN)/python tools/torch_install.py
 	$(BIN)/pip install -q -e '.[dev]'
 	$(BIN)/pip install -q -e ./clients/python
 	touch $@ $(VENV)/.installed

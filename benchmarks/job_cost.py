@@ -48,21 +48,24 @@ TRANSACTION_ENDS = ("COMMIT", "ROLLBACK")
 # kombu's Redis transport publishes a message with one LPUSH onto its queue's list.
 BROKER_PUBLISH = ("lpush", "rpush")
 METHOD = f"""
-The distributed fleet on this machine, with parts of its own so that their counters hold
-nothing else: a PostgreSQL cluster started for the run (`fsync` and `synchronous_commit` on, as
-in production, `pg_stat_statements` loaded), a Redis server, an S3-protocol server (moto) behind
-a counter of requests and bytes, one `sfumato serve --no-workers` gateway and one `sfumato
-worker` per queue (image, video, style) with the builtin pipelines. Each kind of job runs N
-times, one after another, each created with `POST`, waited for with long-polls (`wait=true`)
-and read once more when done, as a client does. Before each kind the counters are reset; after
-it they are read and divided by N. The fleet's background (heartbeats, the sweeper, Celery's
-broker polling) is measured first over {IDLE_SECONDS:.0f} s with no job and subtracted at its
-rate over each kind's wall time. Statements: `pg_stat_statements` calls in the service's
-database; transactions: its COMMITs and ROLLBACKs; WAL: `pg_current_wal_lsn()` before and after
-(the whole cluster's, the background's share subtracted). Redis: `INFO commandstats` calls and
-`total_net_input/output_bytes`; broker messages: the LPUSHes kombu publishes with. Store:
-requests and bytes through the counter. Gateway CPU: its process's user+system time around the
-create, around the long-polls, and around the one read after completion.
+The distributed fleet on this machine, with parts of its own so that their counters hold nothing
+else: a PostgreSQL cluster started for the run (`fsync` and `synchronous_commit` on, as in
+production, `pg_stat_statements` loaded), a Redis server, an S3-protocol server (moto) behind a
+counter of requests and bytes, one `sfumato serve --no-workers` gateway and one `sfumato worker`
+per queue (image, video, style) with the builtin pipelines. Each kind of job runs N times, one
+after another, each created with `POST`, waited for with long-polls (`wait=true`) and read once
+more when done, as a client does. Before each kind the counters are reset; after it they are read
+and divided by N. The fleet's background (heartbeats, the sweeper, Celery's broker polling) is
+measured first over {IDLE_SECONDS:.0f} s with no job and subtracted at its rate over each kind's
+wall time. Statements: `pg_stat_statements` calls in the service's database (top-level: what the
+service sends, not the foreign-key checks they fire); transactions: its explicit COMMITs and
+ROLLBACKs (a statement that commits by itself, such as the claim and the completion on PostgreSQL,
+is a transaction too but is not counted there); WAL: `pg_current_wal_lsn()` before and after (the
+whole cluster's, the background's share subtracted). Redis: `INFO commandstats` calls and
+`total_net_input/output_bytes`; broker messages: the LPUSHes kombu publishes with. Store: requests
+and bytes through the counter. Gateway CPU: its process's user+system time around the create,
+around the long-polls, and around the one read after completion (the kernel counts it in 10 ms
+ticks: a mean over N jobs).
 """
 
 
@@ -154,9 +157,14 @@ def _minus(measured: Bill, background: Bill, seconds: float, runs: int) -> Bill:
     )
 
 
+class _QuietSiteHandler(SimpleHTTPRequestHandler):
+    def log_message(self, format: str, *args: Any) -> None:
+        """The site's requests are not the benchmark's output."""
+
+
 @contextmanager
 def _site() -> Iterator[str]:
-    handler = functools.partial(SimpleHTTPRequestHandler, directory=str(SITES))
+    handler = functools.partial(_QuietSiteHandler, directory=str(SITES))
     server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
     server.daemon_threads = True
     threading.Thread(target=server.serve_forever, daemon=True).start()

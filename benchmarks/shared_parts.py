@@ -21,7 +21,7 @@ from typing import Any
 import psycopg
 import redis
 
-from benchmarks.harness import free_port
+from benchmarks.testkit.waits import free_port
 
 BUCKET = "sfumato-bench-media"
 # boto3 signs with whatever credentials it finds; moto accepts any. IMDS off, so that a missing
@@ -117,7 +117,7 @@ def private_postgres() -> Iterator[PrivatePostgres]:
                 "-c",
                 "shared_preload_libraries=pg_stat_statements",
                 "-c",
-                "pg_stat_statements.track=all",
+                "pg_stat_statements.track=top",
                 "-c",
                 "max_connections=300",
             ]
@@ -239,11 +239,15 @@ def counted_s3() -> Iterator[tuple[str, StoreTraffic]]:
     moto comes with the dev extras (`pip install -e '.[dev]'`)."""
     import boto3
     from moto.server import DomainDispatcherApplication, create_backend_app
-    from werkzeug.serving import make_server
+    from werkzeug.serving import WSGIRequestHandler, make_server
+
+    class QuietHandler(WSGIRequestHandler):
+        def log_request(self, *args: Any, **kwargs: Any) -> None:
+            """Hundreds of requests a run: the counts are the record, not a line each."""
 
     traffic = StoreTraffic()
     app = _CountingApp(DomainDispatcherApplication(create_backend_app), traffic)
-    server = make_server("127.0.0.1", 0, app, threaded=True)
+    server = make_server("127.0.0.1", 0, app, threaded=True, request_handler=QuietHandler)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     endpoint = f"http://127.0.0.1:{server.server_port}"

@@ -39,6 +39,7 @@ from gateway.runtime import Gateway
 from gateway.styles.router import router as styles_router
 from gateway.uploads.router import router as uploads_router
 from gateway.videos.router import router as videos_router
+from gateway.webhooks.router import router as webhooks_router
 
 log = logging.getLogger(__name__)
 CORS_METHODS = ["GET", "POST", "DELETE"]
@@ -89,12 +90,17 @@ def create_app(gateway: Gateway) -> FastAPI:
             await anyio.to_thread.run_sync(workers.start)
         await anyio.to_thread.run_sync(sweep.run)
         sweeper = asyncio.create_task(_maintain_forever(sweep, services), name="housekeeping")
+        deliverer = gateway.deliverer
+        if deliverer is not None:
+            deliverer.start()
         try:
             yield
         finally:
             sweeper.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await sweeper
+            if deliverer is not None:
+                await anyio.to_thread.run_sync(deliverer.stop)
             if workers is not None:
                 await anyio.to_thread.run_sync(workers.stop)
             await gateway.services.events.stop()
@@ -125,6 +131,7 @@ def create_app(gateway: Gateway) -> FastAPI:
         uploads_router,
         account_router,
         models_router,
+        webhooks_router,
     ):
         app.include_router(router, prefix="/v1", dependencies=[Depends(single_query_values)])
     app.include_router(files.router)

@@ -105,6 +105,14 @@ class Job(ResponseModel):
             "run); null when neither is known."
         ),
     )
+    previewUrl: str | None = Field(
+        default=None,
+        description=(
+            "Extension: while the job is processing, a signed URL of a small JPEG (at most "
+            "256 px) of the picture as it forms, renewed every few steps (a new URL each "
+            "time); absent when the pipeline has none yet and once the job has ended"
+        ),
+    )
     result: JobResult | None = None
     error: JobError | None = None
     notes: list[str] | None = Field(

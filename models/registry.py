@@ -18,6 +18,8 @@ can be overridden with `SFUMATO_MODELS_FILE`), with one table per operation:
     steps_range = [1, 4]            # optional: the steps a create may ask (default: family's)
     guidance_range = [0.0, 0.0]     # optional: the guidance a create may ask (likewise)
     licence = "sai-nc-community"    # optional: shown by GET /v1/models (a preset's by default)
+    [operations.generate.tuning]     # compile, channels-last, fused QKV, VAE tiling/slicing
+    compile = "denoiser"            # (models/tuning.py); compiled at warm-up, never in a job
     [operations.generate.options]   # free-form, read by the operation's pipeline
     steps = { low = 20, medium = 30, high = 40 }
     ip_adapter = { folder = "ip-adapter", weight_name = "ip-adapter_sdxl.safetensors" }
@@ -47,6 +49,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from models.settings import ModelSettings
+from models.tuning import Tuning
 
 DTYPES = ("float32", "float16", "bfloat16")
 FAMILIES = ("sd15", "sdxl", "sd3", "flux", "other")
@@ -76,6 +79,7 @@ class ModelSpec(BaseModel):
     steps_range: tuple[int, int] | None = None
     guidance_range: tuple[float, float] | None = None
     licence: str | None = None
+    tuning: Tuning = Field(default_factory=Tuning)
     options: dict[str, Any] = Field(default_factory=dict)
 
     @property

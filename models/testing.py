@@ -15,6 +15,7 @@ nothing is downloaded. The pictures are noise; the code path is the real one.
 `build_turbo_sized(folder)` saves SD-Turbo's architecture at full size with random weights, laid
 out and registered as `sfumato models pull sd-turbo` would: for timing a GPU where the real
 weights cannot be fetched (the work per step is the real model's; the pictures are noise).
+`build_sdxl_sized(folder)` does the same for SDXL base 1.0 (the `sdxl` preset).
 """
 
 from __future__ import annotations
@@ -431,3 +432,85 @@ model = "sfumato/tiny-lora"
 folder = "tiny-lora"
 bases = ["sd15"]
 """
+
+
+def build_sdxl_sized(folder: Path, dtype: str = "float16") -> Path:
+    """SDXL base 1.0's architecture (its UNet of 2.6 billion parameters, CLIP ViT-L and OpenCLIP
+    ViT-bigG's text towers, the SDXL VAE) with random weights, saved in fp16 files under
+    `folder`/sdxl as the preset's pull lays them out (once), and registered for generate with
+    the preset's entry in `dtype`; returns the registry file. The tokenizers are the tiny byte
+    one at CLIP's 77 tokens."""
+    import dataclasses
+    import tempfile
+
+    import torch
+    from diffusers import EulerDiscreteScheduler, StableDiffusionXLPipeline
+    from diffusers import UNet2DConditionModel as UNet
+    from transformers import CLIPTokenizer
+
+    from models.install import register
+    from models.presets import preset_named
+
+    preset = preset_named("sdxl")
+    weights = folder / preset.folder
+    if not (weights / "model_index.json").exists():
+        with tempfile.TemporaryDirectory() as tokenizer_folder:
+            write_tokenizer(Path(tokenizer_folder), max_length=77)
+            tokenizer = CLIPTokenizer.from_pretrained(tokenizer_folder)
+        torch.manual_seed(0)
+        pipeline: Any = StableDiffusionXLPipeline(
+            vae=_vae(
+                levels=4,
+                channels=(128, 256, 512, 512),
+                layers_per_block=2,
+                sample_size=1024,
+                scaling_factor=0.13025,
+            ),
+            text_encoder=_text_encoder(
+                vocab_size=CLIP_VOCAB_SIZE,
+                max_position_embeddings=77,
+                hidden_size=768,
+                intermediate_size=3072,
+                num_attention_heads=12,
+                num_hidden_layers=12,
+                hidden_act="quick_gelu",
+                projection_dim=768,
+            ),
+            text_encoder_2=_text_encoder(
+                with_projection=True,
+                vocab_size=CLIP_VOCAB_SIZE,
+                max_position_embeddings=77,
+                hidden_size=1280,
+                intermediate_size=5120,
+                num_attention_heads=20,
+                num_hidden_layers=32,
+                hidden_act="gelu",
+                projection_dim=1280,
+            ),
+            tokenizer=tokenizer,
+            tokenizer_2=tokenizer,
+            unet=UNet(
+                sample_size=128,
+                layers_per_block=2,
+                block_out_channels=(320, 640, 1280),
+                down_block_types=(
+                    "DownBlock2D",
+                    "CrossAttnDownBlock2D",
+                    "CrossAttnDownBlock2D",
+                ),
+                up_block_types=("CrossAttnUpBlock2D", "CrossAttnUpBlock2D", "UpBlock2D"),
+                transformer_layers_per_block=(1, 2, 10),
+                attention_head_dim=(5, 10, 20),
+                cross_attention_dim=2048,
+                use_linear_projection=True,
+                addition_embed_type="text_time",
+                addition_time_embed_dim=256,
+                projection_class_embeddings_input_dim=2816,
+            ),
+            scheduler=EulerDiscreteScheduler(**SD_SCHEDULE, steps_offset=1),
+        )
+        pipeline.to(torch.float16)
+        pipeline.save_pretrained(str(weights), safe_serialization=True, variant="fp16")
+    registry = folder / "models.toml"
+    register(registry, dataclasses.replace(preset, dtype=dtype), replace=True)
+    return registry

@@ -8,6 +8,7 @@ its input type and its protocol here (`GeneratePipeline` ... `ExtractStylePipeli
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
@@ -32,6 +33,29 @@ class JobControl(Protocol):
         within the job's progress); raises `Cancelled` when the job has been cancelled."""
 
 
+@runtime_checkable
+class PreviewControl(Protocol):
+    """A `JobControl` that also shows live previews (the worker's): a pipeline asks
+    `wants_preview` (cheap, at every step) and only then makes the picture for `preview` (at
+    most 256 px is shown). Other controls have no previews."""
+
+    def wants_preview(self) -> bool: ...
+
+    def preview(self, image: Image.Image) -> None: ...
+
+
+def wants_preview(control: JobControl) -> bool:
+    """Whether `control` shows previews and would show one now."""
+    return isinstance(control, PreviewControl) and control.wants_preview()
+
+
+def offer_preview(control: JobControl, picture: Callable[[], Image.Image]) -> None:
+    """Show an intermediate stage's picture as the job's live preview, when its control shows
+    previews and wants one now (only then is `picture` called to make it)."""
+    if isinstance(control, PreviewControl) and control.wants_preview():
+        control.preview(picture())
+
+
 class NoControl:
     """The control of a run no job stands behind (a smoke test, a benchmark, a gallery): its
     progress goes nowhere and nothing cancels it."""
@@ -48,6 +72,14 @@ class Pipeline(Protocol):
     operation: str
 
     def run(self, inputs: Any, control: JobControl) -> Any: ...
+
+
+@runtime_checkable
+class WarmsUp(Protocol):
+    """A pipeline with work to do before its first job (compiling its model for the shapes it
+    will run: models/tuning.py); `warm_up` returns what it did, for the worker's start-up log."""
+
+    def warm_up(self) -> list[str]: ...
 
 
 @dataclass(frozen=True)

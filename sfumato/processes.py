@@ -81,10 +81,12 @@ def served_models(services: Services) -> ServedModels:
 def build_gateway(services: Services, run_workers: bool) -> Gateway:
     """What one gateway process holds; with `run_workers`, the embedded workers too."""
     from core.jobs.creation import JobCreation
+    from core.webhooks.deliverer import WebhookDeliverer
     from gateway.jobs.reads import JobReads
     from gateway.limits import RateLimiter
     from gateway.metrics import GatewayMetrics
     from gateway.runtime import Gateway
+    from gateway.webhooks.presenter import WebhookPayloads
 
     settings = services.settings
     lifecycle = JobLifecycle.for_services(services)
@@ -98,17 +100,21 @@ def build_gateway(services: Services, run_workers: bool) -> Gateway:
         workers = EmbeddedWorkers(
             services, runner, {queue: queues.of(queue).concurrency for queue in QUEUES}
         )
-    return Gateway(
+    metrics = GatewayMetrics(services.events)
+    gateway = Gateway(
         services=services,
         lifecycle=lifecycle,
         creation=JobCreation(services, lifecycle, served_models(services)),
         limiter=RateLimiter.from_settings(settings, services.config.rate_limits),
-        metrics=GatewayMetrics(services.events),
+        metrics=metrics,
         job_reads=JobReads(services.db, services.events, settings.wait_seconds),
         semantics=semantics,
         sentence_model=SentenceModelLoad(semantics),
         embedded_workers=workers,
     )
+    payloads = WebhookPayloads(services, lambda: gateway.own_url)
+    gateway.deliverer = WebhookDeliverer(services.db, settings, payloads, metrics)
+    return gateway
 
 
 def serve(

@@ -42,6 +42,17 @@ def video_folder(job_id: str) -> str:
     return f"videos/{job_id}/"
 
 
+def preview_folder(job_id: str) -> str:
+    """Where the live previews of a job in progress are stored (`previews/<job>/<n>.jpg`, n
+    counting up); emptied when the job ends."""
+    return f"previews/{job_id}/"
+
+
+def preview_number(key: str) -> int:
+    """The `n` of a preview's key: which preview of its job it is."""
+    return int(key.rsplit("/", 1)[-1].split(".", 1)[0])
+
+
 class JobType(StrEnum):
     """What the API calls a job (`type`): an edit, resize and upscale are all `image.edit`."""
 

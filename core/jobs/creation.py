@@ -16,6 +16,7 @@ from urllib.parse import urlsplit
 
 from core.accounts.service import Caller
 from core.errors import InvalidInput
+from core.fetch import FetchPolicy, refusal_without_lookup
 from core.jobs import service as jobs_service
 from core.jobs.contract import (
     JOB_TYPE_OF_OPERATION,
@@ -55,6 +56,7 @@ from core.services import Services
 from core.sizes import image_size, image_size_for_ratio, parse_ratio, resolution_of, video_size
 from core.styles import service as styles_service
 from core.tables import JobRow
+from core.webhooks import service as webhooks_service
 
 
 @dataclass(frozen=True)
@@ -100,7 +102,17 @@ class JobCreation:
         idempotency: jobs_service.IdempotentRequest | None = None,
     ) -> CreatedJob:
         """Create the job `request` asks for (reserving credits, within the plan) and publish
-        it; or replay an earlier create made with the same Idempotency-Key."""
+        it; or replay an earlier create made with the same Idempotency-Key. A `webhook` is
+        checked first: one the deliverer would refuse is refused here, nothing charged."""
+        webhook = None
+        if request.webhook is not None:
+            webhook = webhooks_service.job_webhook(
+                self.services.db,
+                self.services.settings,
+                caller.account_id,
+                request.webhook.url,
+                request.webhook.events,
+            )
         planned = self._plans[type(request)](caller, request)
         operation = planned.inputs.operation
         new = jobs_service.NewJob(
@@ -110,6 +122,7 @@ class JobCreation:
             inputs=planned.inputs.stored(),
             price=price_of(self.services.config.prices, planned.inputs),
             parent_job_id=planned.parent_job_id,
+            webhook=webhook,
             seed=planned.seed,
         )
         job, replayed = self.lifecycle.create(caller, new, idempotency)
@@ -306,6 +319,12 @@ class JobCreation:
             web_page = False
         if not web_page:
             raise InvalidInput({"url": "must be an http or https URL"})
+        # The extraction's fetcher's own rules, before anything is charged.
+        settings = self.services.settings
+        policy = FetchPolicy.from_settings(settings, settings.max_image_bytes)
+        refused = refusal_without_lookup(request.url, policy)
+        if refused is not None:
+            raise InvalidInput({"url": f"{refused}: it is never fetched"})
         return _Planned(ExtractStyleJobInputs(url=request.url))
 
 

@@ -36,6 +36,7 @@ from core.tables import (
     Media,
     UTCDateTime,
 )
+from core.webhooks.repository import outbox_from
 
 
 def add(session: Session, job: JobRow) -> JobRow:
@@ -112,6 +113,8 @@ CLAIM = (
             (_FRESH, bindparam("moment", type_=JobRow.started_at.type)), else_=JobRow.started_at
         ),
         lease_expires_at=bindparam("lease_until", type_=JobRow.lease_expires_at.type),
+        # A new attempt starts without the previews of the one before (they were deleted).
+        preview_key=case((_FRESH, None), else_=JobRow.preview_key),
     )
     .returning(*JobRow.__table__.columns)
 )
@@ -132,6 +135,45 @@ def set_processing(
     return JobRow(**row._mapping) if row is not None else None
 
 
+JOB_COLUMNS = ", ".join(column.name for column in JobRow.__table__.columns)
+# `CLAIM` with the webhooks' outbox in the same statement (PostgreSQL's data-modifying CTEs):
+# a fresh claim (`started_at` set now) writes its `started` deliveries; a claim found again by
+# its own retry writes none.
+CLAIM_WITH_OUTBOX = (
+    text(
+        f"""
+        WITH claimed AS (
+            UPDATE jobs SET status = 'processing', claim_token = :token,
+                attempts = CASE WHEN status = 'pending' THEN attempts + 1 ELSE attempts END,
+                started_at = CASE WHEN status = 'pending' THEN :moment ELSE started_at END,
+                lease_expires_at = :lease_until
+            WHERE id = :job_id
+                AND (status = 'pending' OR (status = 'processing' AND claim_token = :token))
+            RETURNING {JOB_COLUMNS}
+        ), outbox AS ({outbox_from("claimed", "j.started_at = :moment")})
+        SELECT {JOB_COLUMNS} FROM claimed
+        """
+    )
+    .bindparams(
+        bindparam("moment", type_=UTCDateTime()),
+        bindparam("lease_until", type_=UTCDateTime()),
+        bindparam("event", value="started"),
+    )
+    .columns(*JobRow.__table__.columns)
+)
+
+
+def set_processing_with_outbox(
+    connection: Connection, job_id: str, token: str, moment: datetime, lease_until: datetime
+) -> JobRow | None:
+    """`set_processing` and its `started` webhook deliveries: one statement (PostgreSQL)."""
+    row = connection.execute(
+        CLAIM_WITH_OUTBOX,
+        {"job_id": job_id, "token": token, "moment": moment, "lease_until": lease_until},
+    ).first()
+    return JobRow(**row._mapping) if row is not None else None
+
+
 def renew_lease(
     session: Session, job_id: str, token: str, lease_until: datetime, progress: float
 ) -> bool:
@@ -147,6 +189,23 @@ def renew_lease(
         )
     )
     return bool(result.rowcount)  # type: ignore[attr-defined]
+
+
+def set_preview(session: Session, job_id: str, token: str, key: str) -> bool:
+    """The job's latest preview, while it is processing under this claim."""
+    result = session.execute(
+        update(JobRow)
+        .where(
+            JobRow.id == job_id, JobRow.claim_token == token, JobRow.status == JobStatus.PROCESSING
+        )
+        .values(preview_key=key)
+    )
+    return bool(result.rowcount)  # type: ignore[attr-defined]
+
+
+def progress_of(session: Session, job_id: str) -> float | None:
+    progress: float | None = session.scalar(select(JobRow.progress).where(JobRow.id == job_id))
+    return progress
 
 
 def transition(
@@ -175,18 +234,21 @@ class Completion:
     reason: str
 
 
-# processing -> completed, its media rows and its settle entry in the ledger: one statement
-# (PostgreSQL's data-modifying CTEs), so one round trip and one commit where it runs by itself.
+# processing -> completed, its media rows, its settle entry in the ledger and its `completed`
+# webhook deliveries: one statement (PostgreSQL's data-modifying CTEs), so one round trip and
+# one commit where it runs by itself.
 # The media and the entry are inserted from the updated row, so nothing is written when the
 # compare-and-set finds the job no longer this claim's. The entry is `credits.settle`'s: the
 # reservation becomes the charge, the balance (already lower) is recorded as it stands.
 COMPLETE = text(
-    """
+    f"""
     WITH done AS (
         UPDATE jobs SET status = 'completed', result = CAST(:result AS JSONB), progress = 1.0,
             message = :message, finished_at = :moment, lease_expires_at = NULL
         WHERE id = :job_id AND status = 'processing' AND claim_token = :token
-        RETURNING id, account_id
+        RETURNING *
+    ), outbox AS (
+        {outbox_from("done")}
     ), stored AS (
         INSERT INTO media (id, account_id, job_id, kind, storage_key, content_type, width,
             height, size_bytes, created_at)
@@ -206,7 +268,11 @@ COMPLETE = text(
     )
     SELECT count(*) FROM done
     """
-).bindparams(bindparam("result", type_=JSONType), bindparam("moment", type_=UTCDateTime()))
+).bindparams(
+    bindparam("result", type_=JSONType),
+    bindparam("moment", type_=UTCDateTime()),
+    bindparam("event", value="completed"),
+)
 
 
 def complete(connection: Connection, done: Completion) -> bool:
@@ -502,6 +568,7 @@ JOB_VIEW_COLUMNS = (
     JobRow.error,
     JobRow.progress,
     JobRow.message,
+    JobRow.preview_key,
     # What a job in flight's standing is worked out from (`core/jobs/standing.py`), the jobs
     # ahead of a pending image or style job counted in the same statement (no other job's
     # read evaluates the count: a CASE runs its branch only when taken).

@@ -7,7 +7,7 @@ job it asks for. The bounds are the job contract's (`core/jobs/contract.py`).
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, Self
+from typing import Annotated, Any, ClassVar, Self
 
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
@@ -37,6 +37,7 @@ from core.jobs.contract import (
     VideoResolution,
     at_default,
 )
+from core.webhooks.events import JobEventValue
 
 
 class RequestModel(BaseModel):
@@ -96,7 +97,47 @@ MASK = (
 STEERING = frozenset({"seed", "negative_prompt", "steps", "guidance", "model", "loras"})
 
 
-class GenerateRequest(RequestModel):
+WebhookUrl = Annotated[
+    str,
+    Field(
+        min_length=1,
+        max_length=2048,
+        description='Where the job\'s events are POSTed (https; see docs/api.md "Webhooks")',
+    ),
+]
+WebhookEvents = Annotated[
+    list[JobEventValue],
+    Field(
+        min_length=1,
+        max_length=4,
+        description="The events sent; default `completed` and `failed`",
+    ),
+]
+
+
+class WebhookRequest(BaseModel):
+    """Extension: where to send the job's events, signed the Standard Webhooks way."""
+
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+
+    url: WebhookUrl
+    events: WebhookEvents | None = None
+
+
+WEBHOOK = "where to send the job's events, signed the Standard Webhooks way (issue 34)"
+# The extensions every create takes (issue 34's webhook); each create adds its own to them.
+ON_EVERY_CREATE = frozenset({"webhook"})
+
+
+class JobRequestModel(RequestModel):
+    """A create: every one may name a `webhook` (an extension; omitted, nothing changes)."""
+
+    webhook: WebhookRequest | None = extension(WEBHOOK)
+
+    EXTENSIONS = ON_EVERY_CREATE
+
+
+class GenerateRequest(JobRequestModel):
     prompt: Prompt
     aspect_ratio: GenerateAspectRatio = "1:1"
     quality: Quality = "medium"
@@ -111,10 +152,10 @@ class GenerateRequest(RequestModel):
     model: ModelId | None = extension(MODEL)
     loras: list[Adapter] = extension(LORAS, [], max_length=MAX_ADAPTERS)
 
-    EXTENSIONS = STEERING
+    EXTENSIONS = ON_EVERY_CREATE | STEERING
 
 
-class EditRequest(RequestModel):
+class EditRequest(JobRequestModel):
     image_id: UUIDString
     prompt: Prompt
     style_id: UUIDString | None = None
@@ -127,29 +168,29 @@ class EditRequest(RequestModel):
     loras: list[Adapter] = extension(LORAS, [], max_length=MAX_ADAPTERS)
     mask: ImageReference | None = extension(MASK)
 
-    EXTENSIONS = STEERING | {"mask"}
+    EXTENSIONS = ON_EVERY_CREATE | STEERING | {"mask"}
 
 
 # A reframe (outpainting) to another aspect ratio; the API calls it a resize. (Comments, not
 # docstrings, on these: a docstring would become a description in the OpenAPI document.)
-class ResizeRequest(RequestModel):
+class ResizeRequest(JobRequestModel):
     image_id: UUIDString
     aspect_ratio: ResizeAspectRatio
     resolution: ImageResolution = "1K"
     seed: Seed | None = extension(SEED)
 
-    EXTENSIONS = frozenset({"seed"})
+    EXTENSIONS = ON_EVERY_CREATE | {"seed"}
 
 
-class UpscaleRequest(RequestModel):
+class UpscaleRequest(JobRequestModel):
     image_id: UUIDString
     resolution: ImageResolution
     seed: Seed | None = extension(SEED)
 
-    EXTENSIONS = frozenset({"seed"})
+    EXTENSIONS = ON_EVERY_CREATE | {"seed"}
 
 
-class ImageToVideoRequest(RequestModel):
+class ImageToVideoRequest(JobRequestModel):
     image: ImageReference
     prompt: Prompt
     duration: AnimateDuration = 6
@@ -158,11 +199,11 @@ class ImageToVideoRequest(RequestModel):
     negative_prompt: NegativePrompt | None = None
     seed: Seed | None = extension(SEED)
 
-    EXTENSIONS = frozenset({"seed"})
+    EXTENSIONS = ON_EVERY_CREATE | {"seed"}
 
 
 # A transition from a start frame to an end frame.
-class FramesRequest(RequestModel):
+class FramesRequest(JobRequestModel):
     start_image: ImageReference
     end_image: ImageReference
     prompt: Prompt
@@ -173,11 +214,11 @@ class FramesRequest(RequestModel):
     negative_prompt: NegativePrompt | None = None
     seed: Seed | None = extension(SEED)
 
-    EXTENSIONS = frozenset({"seed"})
+    EXTENSIONS = ON_EVERY_CREATE | {"seed"}
 
 
 # A brand style extracted from a website.
-class ExtractRequest(RequestModel):
+class ExtractRequest(JobRequestModel):
     url: PageUrl
 
 

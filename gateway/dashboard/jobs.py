@@ -10,6 +10,7 @@ from fastapi.responses import RedirectResponse, StreamingResponse
 from core.jobs import service as jobs_service
 from core.jobs.contract import JobStatus, JobType
 from core.thumbnails import service as thumbnails
+from core.webhooks import service as webhooks
 from gateway.dashboard.gallery import Gallery
 from gateway.dashboard.web import (
     PREFIX,
@@ -24,7 +25,7 @@ from gateway.dashboard.web import (
 )
 from gateway.dependencies import url_signer_for
 from gateway.jobs.events import JobEventStream, is_repeat_of_terminal
-from gateway.jobs.presenter import JobPresenter, add_standing, progress_of
+from gateway.jobs.presenter import JobPresenter, add_standing, preview_of, progress_of
 from gateway.jobs.reads import JobReads
 from gateway.responses import JsonResponse
 
@@ -82,7 +83,8 @@ def job_page(page: PageDep, job_id: str) -> Response:
     if job is None:
         return _not_found(page)
     card = gallery_for(page).cards([job], originals=True)[0]
-    return page.render("job.html", nav="jobs", card=card)
+    deliveries = webhooks.deliveries_of_job(page.services.db, page.user.account_id, job_id)
+    return page.render("job.html", nav="jobs", card=card, deliveries=deliveries)
 
 
 @router.get("/jobs/{job_id}/card")
@@ -134,7 +136,12 @@ async def job_progress(page: PageDep, job_id: str) -> Response:
     job = await reads.read(page.user.account_id, job_id, ALL_TYPES, wait=False)
     if job is None:
         return JsonResponse({"error": "not found"}, status_code=404)
-    view = {"status": job.status, "progress": progress_of(job)}
+    preview = preview_of(job)
+    view = {
+        "status": job.status,
+        "progress": progress_of(job),
+        "previewUrl": url_signer_for(page.request).url(preview) if preview else None,
+    }
     standing = await reads.standing(job)
     if standing is not None:
         add_standing(view, job, standing)

@@ -6,7 +6,17 @@ from __future__ import annotations
 from fastapi import APIRouter, FastAPI, Response
 from fastapi.staticfiles import StaticFiles
 
-from gateway.dashboard import admin, auth, create, jobs, keys, styles, uploads, usage
+from gateway.dashboard import (
+    admin,
+    auth,
+    create,
+    jobs,
+    keys,
+    styles,
+    uploads,
+    usage,
+    webhooks,
+)
 from gateway.dashboard.headers import DashboardHeadersMiddleware
 from gateway.dashboard.web import PREFIX, STATIC_DIR, see_other
 
@@ -19,7 +29,7 @@ def install_dashboard(app: FastAPI) -> None:
     router = APIRouter(prefix=PREFIX, include_in_schema=False)
     router.add_api_route("", _home, methods=["GET"])
     router.add_api_route("/", _home, methods=["GET"])
-    for module in (auth, keys, jobs, create, styles, uploads, usage, admin):
+    for module in (auth, keys, webhooks, jobs, create, styles, uploads, usage, admin):
         router.include_router(module.router)
     app.include_router(router)
     app.mount(f"{PREFIX}/static", StaticFiles(directory=STATIC_DIR), name="dashboard-static")

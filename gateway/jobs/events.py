@@ -1,14 +1,15 @@
 """`GET /v1/jobs/{id}/events`: one job as a Server-Sent Events stream.
 
 Each event carries the job exactly as `GET /v1/jobs/{id}` shows it (`data: {"data": job}`) and
-an `id:` naming the state it shows, `<status>/<progress in thousandths>` (`processing/420`), and
-a pending job's queue position after another slash (`pending/0/3`): the same state has the same
-id, so a reconnect with `Last-Event-ID` is sent the job at once only when it has changed since.
-The stream subscribes to the job's events (state and progress, the same bus long-polls use, so
-any replica streams any job) and, while the job is pending, to its queue's (a job of it started
-or left it: the position moved), re-reads the job when woken, sends it when its id differs from
-the last one sent (at most `MAX_EVENTS_PER_SECOND`), a comment when nothing was sent for
-`heartbeat_seconds`, and ends after the terminal job or when the server shuts down.
+an `id:` naming the state it shows, `<status>/<progress in thousandths>` (`processing/420`, with
+`/<n>` added while it shows its n-th live preview, `processing/420/3`, or a pending job's queue
+position, `pending/0/3`): the same state has the same id, so a reconnect with `Last-Event-ID` is
+sent the job at once only when it has changed since. The stream subscribes to the job's events
+(state and progress, the same bus long-polls use, so any replica streams any job) and, while the
+job is pending, to its queue's (a job of it started or left it: the position moved), re-reads
+the job when woken, sends it when its id differs from the last one sent (at most
+`MAX_EVENTS_PER_SECOND`), a comment when nothing was sent for `heartbeat_seconds`, and ends
+after the terminal job or when the server shuts down.
 """
 
 from __future__ import annotations
@@ -19,16 +20,21 @@ from collections.abc import AsyncIterator
 from contextlib import ExitStack
 from typing import Any
 
-from core.jobs.contract import TERMINAL, JobStatus
+from core.jobs.contract import TERMINAL, JobStatus, preview_number
 from core.jobs.standing import Standing
-from gateway.jobs.presenter import JobLike, JobPresenter, progress_of
+from gateway.jobs.presenter import JobLike, JobPresenter, preview_of, progress_of
 from gateway.jobs.reads import JobReads
 
 MAX_EVENTS_PER_SECOND = 5
 
 
 def event_id(job: JobLike, standing: Standing | None = None) -> str:
+    """`<status>/<progress in thousandths>`, and `/<n>` while it shows its n-th live preview,
+    or a pending job's queue position."""
     state = f"{job.status}/{round(progress_of(job) * 1000)}"
+    preview = preview_of(job)
+    if preview is not None:
+        return f"{state}/{preview_number(preview)}"
     position = standing.queue_position if standing is not None else None
     return state if position is None else f"{state}/{position}"
 

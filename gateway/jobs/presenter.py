@@ -24,17 +24,14 @@ class JobLike(Protocol):
     """What the presenter reads: a Job row, or a lighter row with the same column names."""
 
     id: str
-    account_id: str
     type: str
-    queue: str
     status: str
     created_at: datetime
     result: dict[str, Any] | None
     error: dict[str, Any] | None
     progress: float
     message: str | None
-    dispatched_at: datetime | None
-    started_at: datetime | None
+    preview_key: str | None
 
 
 def progress_of(job: JobLike) -> float:
@@ -43,6 +40,12 @@ def progress_of(job: JobLike) -> float:
     if job.status == JobStatus.COMPLETED:
         return 1.0
     return round(min(1.0, max(0.0, job.progress)), 3)
+
+
+def preview_of(job: JobLike) -> str | None:
+    """The storage key of the job's latest live preview: only while it is processing (the
+    previews are deleted when it ends)."""
+    return job.preview_key if job.status == JobStatus.PROCESSING else None
 
 
 def notes_of(job: JobLike) -> list[str]:
@@ -85,6 +88,9 @@ class JobPresenter:
         view["progress"] = progress_of(job)
         if standing is not None:
             add_standing(view, job, standing)
+        preview = preview_of(job)
+        if preview is not None:
+            view["previewUrl"] = self.signer.url(preview)
         if job.status == JobStatus.COMPLETED and job.result is not None:
             view["result"] = self._result(result_of(job.type, job.result))
         if job.status == JobStatus.FAILED and job.error is not None:

@@ -189,7 +189,7 @@ JOB_EVENT_SCHEMA = {
     "type": "object",
     "required": ["id", "data"],
     "properties": {
-        "id": {"type": "string", "pattern": "^[a-z_]+/[0-9]{1,4}(/[0-9]+)?$"},
+        "id": {"type": "string", "pattern": "^[a-z_]+/[0-9]{1,4}(/[0-9]{1,9})?$"},
         "event": {"type": "string"},
         "data": {
             "type": "string",
@@ -211,8 +211,9 @@ JOB_EVENT_SCHEMA = {
                 "once, then on every change of status or progress (at most 5 a second), then the "
                 "terminal job, and the stream ends; a pending job's again whenever its "
                 "`queuePosition` changes. Each event's `id:` names the state it shows "
-                "(`<status>/<progress in thousandths>`, a pending job's position after another "
-                "`/`); `: heartbeat` comments keep it open."
+                "(`<status>/<progress in thousandths>`, then `/<n>` while it shows its n-th live "
+                "preview, `previewUrl`, or a pending job's position); `: heartbeat` comments keep "
+                "it open."
             ),
             # OpenAPI 3.1: an event stream's `schema` describes one event (3.2's `itemSchema`).
             "content": {"text/event-stream": {"schema": JOB_EVENT_SCHEMA}},

@@ -8,11 +8,13 @@ a brand palette with `palette_strength` set (a palette init image).
 
 from __future__ import annotations
 
+import time
 from collections.abc import Hashable
 
 from PIL import Image
 
-from pipelines.base import GenerateInput, ImageOutput
+from models.tuning import compiled_shapes, warming
+from pipelines.base import GenerateInput, ImageOutput, NoControl
 from pipelines.diffusion.brand_style import palette_image, style_prompt
 from pipelines.diffusion.image_pipeline import (
     BatchProgress,
@@ -44,6 +46,39 @@ class DiffusionGenerate(DiffusionPipeline[GenerateInput]):
         if inputs.style and inputs.style.palette and strength > 0:
             return "palette", strength
         return None
+
+    def warm_up(self) -> list[str]:
+        """Compile the entry's compiled modules (models/tuning.py) for every shape a job of the
+        warm-up aspect ratios can run: each batch size up to the capacity, with and without
+        classifier-free guidance where the qualities differ in it. What was compiled, in how
+        long, one line per shape; nothing when nothing compiles."""
+        with self.cache.pipeline_for(self.spec, TEXT_TO_IMAGE) as pipe:
+            if not compiled_shapes(pipe):
+                return []
+        qualities: dict[bool, str] = {}  # by whether it guides (a doubled batch): the first
+        for quality in ("low", "medium", "high"):
+            qualities.setdefault(quality_settings(self.spec, quality)[1] > 1, quality)
+        lines: list[str] = []
+        for ratio in self.spec.tuning.warm_up:
+            width, height = (int(side) * 64 for side in ratio.split(":"))
+            for quality in qualities.values():
+                for batch in range(1, self.batch_capacity() + 1):
+                    jobs = [
+                        GenerateInput("warm-up", width, height, quality, seed=seed)
+                        for seed in range(batch)
+                    ]
+                    started = time.perf_counter()
+                    with (
+                        self.cache.pipeline_for(self.spec, TEXT_TO_IMAGE) as pipe,
+                        warming(pipe) as compiled,
+                    ):
+                        self.run_batch(jobs, [NoControl()] * batch)
+                    lines.append(
+                        f"compiled {', '.join(c.name for c in compiled)} for {ratio} "
+                        f"({quality} quality) at batch {batch} in "
+                        f"{time.perf_counter() - started:.1f} s"
+                    )
+        return lines
 
     def batch_key(self, inputs: GenerateInput) -> Hashable | None:
         if inputs.references and self.spec.option("ip_adapter"):

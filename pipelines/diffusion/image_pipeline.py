@@ -19,8 +19,19 @@ from PIL import Image
 from models.cache import ModelCache, shared_cache
 from models.registry import AdapterSpec, ModelSpec, find_registry
 from models.settings import ModelSettings
-from pipelines.base import Adapter, Cancelled, ImageOutput, JobControl, OutOfDeviceMemory
+from models.tuning import eagerly
+from pipelines.base import (
+    Adapter,
+    Cancelled,
+    ImageOutput,
+    JobControl,
+    OutOfDeviceMemory,
+    PreviewControl,
+    wants_preview,
+)
 from pipelines.diffusion.device import generator_for, is_out_of_memory
+from pipelines.diffusion.latent_factors import LatentFactors
+from pipelines.diffusion.previews import factors_for, latent_preview
 
 log = logging.getLogger(__name__)
 
@@ -92,6 +103,19 @@ class BatchProgress:
                 self.dropped.add(index)
         if len(self.dropped) == len(self.controls):
             raise Cancelled()
+
+    def wanting_previews(self) -> list[int]:
+        """The live members whose controls would show a preview now."""
+        return [
+            index
+            for index, control in enumerate(self.controls)
+            if index not in self.dropped and wants_preview(control)
+        ]
+
+    def preview(self, member: int, image: Image.Image) -> None:
+        control = self.controls[member]
+        if isinstance(control, PreviewControl):
+            control.preview(image)
 
 
 def seed_of_image(seed: int, index: int) -> int:
@@ -175,30 +199,31 @@ class DiffusionPipeline(Generic[InputT]):
     # --- calls ---------------------------------------------------------------------------
 
     def run_call(self, call: Call, progress: BatchProgress) -> list[Image.Image]:
-        """The slots' images, in order. On a CUDA out-of-memory error the models no call is
-        using are released and the call retried once as two halves; a second one fails it."""
+        """The slots' images, in order (see `_run_slots` for running out of memory)."""
+        return self._run_slots(call, call.slots, progress)
+
+    def _run_slots(
+        self, call: Call, slots: list[Slot], progress: BatchProgress
+    ) -> list[Image.Image]:
+        """On a CUDA out-of-memory error the models no call is using are released, the device's
+        cache emptied, and the slots retried as two halves, each of which may split again; one
+        image that still does not fit fails the call (`OutOfDeviceMemory`: the job fails with
+        a refund, the worker goes on to its next job)."""
         try:
-            return self._attempt(call, call.slots, progress)
+            return self._attempt(call, slots, progress)
         except Exception as error:
             if not is_out_of_memory(error):
                 raise
-            log.warning("out of GPU memory with %d images; retrying in halves", len(call.slots))
+            log.warning("out of GPU memory with %d images; retrying in halves", len(slots))
+        # Out of the except block: the error's traceback (holding the failed call's tensors)
+        # is gone before the memory is handed back.
         self.cache.release_unused(self.spec)
-        if len(call.slots) == 1:
+        if len(slots) == 1:
             raise OutOfDeviceMemory("one image does not fit in the GPU's memory")
-        middle = len(call.slots) // 2
-        images: list[Image.Image] = []
-        try:
-            for half in (call.slots[:middle], call.slots[middle:]):
-                images.extend(self._attempt(call, half, progress))
-        except Exception as error:
-            if not is_out_of_memory(error):
-                raise
-            self.cache.release_unused(self.spec)
-            raise OutOfDeviceMemory(
-                f"out of GPU memory even at half batch ({middle} images)"
-            ) from error
-        return images
+        middle = len(slots) // 2
+        return self._run_slots(call, slots[:middle], progress) + self._run_slots(
+            call, slots[middle:], progress
+        )
 
     def _attempt(self, call: Call, slots: list[Slot], progress: BatchProgress) -> list[Image.Image]:
         with self.cache.pipeline_for(self.spec, call.task) as pipe:
@@ -218,12 +243,17 @@ class DiffusionPipeline(Generic[InputT]):
                     pipe, slots, float(arguments.get("guidance_scale", 1.0)) > 1
                 )
             steps = int(arguments.get("num_inference_steps", 1))
+            factors = factors_for(self.spec.family, self.spec.pipeline)
+            aspect = _aspect(arguments, slots)
 
             def on_step_end(
                 pipeline: Any, step: int, _timestep: Any, tensors: dict[str, Any]
             ) -> dict[str, Any]:
                 total = int(getattr(pipeline, "num_timesteps", 0) or steps)
                 progress.report((step + 1) / max(total, 1), "denoising")
+                latents = tensors.get("latents")
+                if factors is not None and latents is not None:
+                    self._show_previews(progress, slots, latents, factors, aspect)
                 return tensors
 
             def on_step(step: int, _timestep: Any, _latents: Any) -> None:
@@ -238,7 +268,26 @@ class DiffusionPipeline(Generic[InputT]):
                 arguments |= {"callback": on_step, "callback_steps": 1}
             for listener in self.call_listeners:
                 listener(len(slots))
-            return list(self.invoke(pipe, arguments).images)
+            # LoRA layers in the weights: the graphs compiled without them do not apply.
+            with eagerly(pipe, bool(_loaded_adapters(pipe))):
+                return list(self.invoke(pipe, arguments).images)
+
+    @staticmethod
+    def _show_previews(
+        progress: BatchProgress,
+        slots: list[Slot],
+        latents: Any,
+        factors: LatentFactors,
+        aspect: float,
+    ) -> None:
+        """Each member that wants one is shown the latents of its first image."""
+        for member in progress.wanting_previews():
+            position = next((i for i, slot in enumerate(slots) if slot.member == member), None)
+            if position is None or position >= len(latents):
+                continue
+            image = latent_preview(latents[position], factors, aspect)
+            if image is not None:
+                progress.preview(member, image)
 
     def _apply_adapters(self, pipe: Any, adapters: tuple[Adapter, ...]) -> None:
         """Make `adapters` (at their scales) the active LoRA of these weights, and none other:
@@ -286,6 +335,14 @@ class DiffusionPipeline(Generic[InputT]):
     def invoke(self, pipe: Any, arguments: dict[str, Any]) -> Any:
         """The diffusers call itself (tests override it to simulate running out of memory)."""
         return pipe(**arguments)
+
+
+def _aspect(arguments: dict[str, Any], slots: list[Slot]) -> float:
+    """The width / height of the call's images (a preview of token latents needs it)."""
+    if "width" in arguments and "height" in arguments:
+        return float(arguments["width"]) / float(arguments["height"])
+    image = slots[0].image
+    return image.width / image.height if image is not None else 1.0
 
 
 def _loaded_adapters(pipe: Any) -> set[str]:

@@ -8,7 +8,16 @@ from typing import Annotated
 
 import typer
 
-from sfumato.cli.remote import ApiKeyOption, ApiUrlOption, OutputOption, choice, connected, finish
+from sfumato.cli.remote import (
+    ApiKeyOption,
+    ApiUrlOption,
+    JsonOption,
+    OutputOption,
+    PreviewOption,
+    choice,
+    connected,
+    finish,
+)
 
 CURRENT_DIRECTORY = Path(".")
 AudioOption = Annotated[
@@ -97,8 +106,10 @@ def generate(
     model: ModelOption = None,
     lora: LoraOption = None,
     output: OutputOption = CURRENT_DIRECTORY,
+    preview: PreviewOption = None,
     api_url: ApiUrlOption = None,
     api_key: ApiKeyOption = None,
+    as_json: JsonOption = False,
 ) -> None:
     """Generate images from a prompt and save them."""
     loras = adapters(lora)
@@ -118,7 +129,7 @@ def generate(
             model=model,
             loras=loras,
         )
-        finish(client, job, output)
+        finish(client, job, output, preview, as_json)
 
 
 def edit(
@@ -143,8 +154,10 @@ def edit(
     model: ModelOption = None,
     lora: LoraOption = None,
     output: OutputOption = CURRENT_DIRECTORY,
+    preview: PreviewOption = None,
     api_url: ApiUrlOption = None,
     api_key: ApiKeyOption = None,
+    as_json: JsonOption = False,
 ) -> None:
     """Edit a prior image (a job id or an image id) with a prompt."""
     loras = adapters(lora)
@@ -162,7 +175,7 @@ def edit(
             loras=loras,
             mask=mask,
         )
-        finish(client, job, output)
+        finish(client, job, output, preview, as_json)
 
 
 def reframe(
@@ -179,12 +192,20 @@ def reframe(
     ] = None,
     seed: SeedOption = None,
     output: OutputOption = CURRENT_DIRECTORY,
+    preview: PreviewOption = None,
     api_url: ApiUrlOption = None,
     api_key: ApiKeyOption = None,
+    as_json: JsonOption = False,
 ) -> None:
     """Reframe a prior image to another aspect ratio."""
     with connected(api_url, api_key) as client:
-        finish(client, client.images.resize(image_id, ratio, resolution, seed=seed), output)
+        finish(
+            client,
+            client.images.resize(image_id, ratio, resolution, seed=seed),
+            output,
+            preview,
+            as_json,
+        )
 
 
 def upscale(
@@ -194,12 +215,16 @@ def upscale(
     ],
     seed: SeedOption = None,
     output: OutputOption = CURRENT_DIRECTORY,
+    preview: PreviewOption = None,
     api_url: ApiUrlOption = None,
     api_key: ApiKeyOption = None,
+    as_json: JsonOption = False,
 ) -> None:
     """Upscale a prior image."""
     with connected(api_url, api_key) as client:
-        finish(client, client.images.upscale(image_id, resolution, seed=seed), output)
+        finish(
+            client, client.images.upscale(image_id, resolution, seed=seed), output, preview, as_json
+        )
 
 
 def animate(
@@ -211,8 +236,10 @@ def animate(
     negative_prompt: NegativePromptOption = None,
     seed: SeedOption = None,
     output: OutputOption = CURRENT_DIRECTORY,
+    preview: PreviewOption = None,
     api_url: ApiUrlOption = None,
     api_key: ApiKeyOption = None,
+    as_json: JsonOption = False,
 ) -> None:
     """Animate one image (a local file, uploaded first, a URL or an id) into a clip."""
     with connected(api_url, api_key) as client:
@@ -225,7 +252,7 @@ def animate(
             negative_prompt=negative_prompt,
             seed=seed,
         )
-        finish(client, job, output)
+        finish(client, job, output, preview, as_json)
 
 
 def transition(
@@ -245,8 +272,10 @@ def transition(
     negative_prompt: NegativePromptOption = None,
     seed: SeedOption = None,
     output: OutputOption = CURRENT_DIRECTORY,
+    preview: PreviewOption = None,
     api_url: ApiUrlOption = None,
     api_key: ApiKeyOption = None,
+    as_json: JsonOption = False,
 ) -> None:
     """A clip moving from a START frame to an END frame (local files, URLs or ids)."""
     with connected(api_url, api_key) as client:
@@ -261,7 +290,7 @@ def transition(
             negative_prompt=negative_prompt,
             seed=seed,
         )
-        finish(client, job, output)
+        finish(client, job, output, preview, as_json)
 
 
 COMMANDS = (generate, edit, reframe, upscale, animate, transition)

@@ -39,6 +39,10 @@ ApiKeyOption = Annotated[
     str | None,
     typer.Option("--api-key", envvar="SFUMATO_API_KEY", help="The API key.", show_default=False),
 ]
+JsonOption = Annotated[
+    bool,
+    typer.Option("--json", help="The result as one JSON document on stdout (progress on stderr)."),
+]
 OutputOption = Annotated[
     Path,
     typer.Option(
@@ -47,6 +51,26 @@ OutputOption = Annotated[
         help="A file, or a directory for the outputs (named by their ids).",
     ),
 ]
+PreviewOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--preview",
+        help="Write the live preview (a small JPEG of the picture as it forms) to this file "
+        "each time it changes.",
+    ),
+]
+
+
+def print_json(value: Any) -> None:
+    """The command's result for a script: one JSON document on stdout, nothing else there."""
+    import json
+
+    typer.echo(json.dumps(value, indent=2, ensure_ascii=False))
+
+
+def wire(model: Any) -> Any:
+    """A client model as the API wrote it (camelCase)."""
+    return model.model_dump(mode="json", by_alias=True)
 
 
 @cache
@@ -103,6 +127,9 @@ def connected(api_url: str | None, api_key: str | None) -> Iterator[Client]:
 def api_error(error: APIError, hint: str | None = None) -> NoReturn:
     label = error.code or (f"HTTP {error.status}" if error.status else "CONNECTION_ERROR")
     err().print(f"error: {label}: {error.message}", markup=False, soft_wrap=True)
+    # The envelope's details under the message, one a line (a field and why, or a figure).
+    for name, detail in (error.details or {}).items():
+        err().print(f"  {name}: {detail}", markup=False, soft_wrap=True)
     if hint:
         err().print(f"hint: {hint}", markup=False, soft_wrap=True)
     raise typer.Exit(EXIT_API_ERROR)
@@ -129,10 +156,12 @@ def _in(moment: str | None, now: datetime | None) -> str:
     return f"in about {seconds:.0f} s" if seconds < 120 else f"in about {seconds / 60:.0f} min"
 
 
-def follow(client: Client, job: Job) -> Job:
+def follow(client: Client, job: Job, preview: Path | None = None, as_json: bool = False) -> Job:
     """Prints the job id, shows a progress bar until the job is terminal (the event stream,
     else long-polls) and returns it; raises JobFailedError when it failed. Ctrl-C asks whether
-    to cancel the job (otherwise it keeps running, to be found again with `sfumato jobs show`)."""
+    to cancel the job (otherwise it keeps running, to be found again with `sfumato jobs show`).
+    `preview`: the job's live preview is written there each time it changes. With `as_json` the
+    id goes to stderr, leaving stdout to the JSON result."""
     from rich.progress import (
         BarColumn,
         Progress,
@@ -148,9 +177,11 @@ def follow(client: Client, job: Job) -> Job:
         TimeElapsedColumn(),
     )
     try:
-        typer.echo(f"job {job.id} ({job.type})")
+        typer.echo(f"job {job.id} ({job.type})", err=as_json)
         with Progress(*columns, console=err(), transient=False) as progress:
             task = progress.add_task(job.status, total=1.0)
+
+            shown: set[str] = set()
 
             def show(update: Any) -> None:
                 where = standing(update)
@@ -159,6 +190,9 @@ def follow(client: Client, job: Job) -> Job:
                     description=f"{update.status} ({where})" if where else update.status,
                     completed=update.progress or 0.0,
                 )
+                if preview is not None and update.preview_url and update.preview_url not in shown:
+                    shown.add(update.preview_url)
+                    update.save_preview(preview)
 
             return client.jobs.wait(job.id, on_progress=show)
     except KeyboardInterrupt:
@@ -178,11 +212,21 @@ def interrupted(client: Client, job: Job) -> NoReturn:
     raise typer.Exit(EXIT_INTERRUPTED)
 
 
-def finish(client: Client, job: Job, output: Path) -> None:
-    """Follows a generation to its end and writes its images or video under `output`."""
-    done = follow(client, job)
+def finish(
+    client: Client, job: Job, output: Path, preview: Path | None = None, as_json: bool = False
+) -> None:
+    """Follows a generation to its end (its live preview written to `preview`, when given) and
+    writes its images or video under `output`; the seed and the job's notes (what its pipeline
+    did, and what it could not draw) go to stderr."""
+    done = follow(client, job, preview, as_json)
     if done.result is not None and done.result.seed is not None:
         # On standard error: standard output stays the files written.
         err().print(f"seed {done.result.seed} (the same command with --seed remakes it)")
-    for path in done.download(output):
+    for note in done.notes or []:
+        err().print(f"note: {note}", markup=False, soft_wrap=True)
+    paths = done.download(output)
+    if as_json:
+        print_json({"job": wire(done), "files": [str(path) for path in paths]})
+        return
+    for path in paths:
         typer.echo(str(path))

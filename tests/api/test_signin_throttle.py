@@ -10,10 +10,10 @@ from collections.abc import Iterator
 
 import pytest
 
+from benchmarks.testkit.waits import wait_until
 from core.service_config import RateLimits
 from gateway.limits import Counts, ProcessCounts, RedisCounts, SignInThrottle
 from tests.conftest import REDIS_URL
-from tests.support.service import wait_until
 
 FAST = RateLimits(
     image="1/minute",

@@ -39,6 +39,10 @@ RESPONSES: dict[str, type[BaseModel]] = {
     "PlanLimits": models.PlanLimits,
     "ServedModelView": models.ServedModel,
     "SettingRange": models.SettingRange,
+    "WebhookEndpoint": models.WebhookEndpoint,
+    "WebhookSecret": models.WebhookSecret,
+    "WebhookAttempt": models.WebhookAttempt,
+    "WebhookDelivery": models.WebhookDelivery,
 }
 # Served request body -> the client model that writes it.
 REQUESTS: dict[str, type[BaseModel]] = {
@@ -53,6 +57,8 @@ REQUESTS: dict[str, type[BaseModel]] = {
     "LinkAssetsRequest": models.LinkAssetsRequest,
     "PresignRequest": models.PresignRequest,
     "Adapter": models.Adapter,
+    "WebhookRequest": models.Webhook,
+    "CreateWebhookRequest": models.CreateWebhookRequest,
 }
 # Wrappers the client unwraps (`data`, and `nextCursor` that its iterators follow).
 ENVELOPES = {
@@ -67,6 +73,11 @@ ENVELOPES = {
     "UploadEnvelope": {"data"},
     "AccountEnvelope": {"data"},
     "ModelList": {"data"},
+    "WebhookEnvelope": {"data"},
+    "WebhookList": {"data"},
+    "WebhookSecretEnvelope": {"data"},
+    "WebhookDeliveryEnvelope": {"data"},
+    "WebhookDeliveryList": {"data"},
     "ErrorEnvelope": {"error"},
 }
 

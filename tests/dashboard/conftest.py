@@ -16,12 +16,12 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Browser, BrowserContext, Page, sync_playwright
 
+from benchmarks.testkit.sites import site_server
 from core.accounts import passwords
 from core.accounts import service as accounts
 from pipelines.styles import find_chromium
 from tests.conftest import COMMON_ENV
 from tests.support.service import Mode, Service, running_service
-from tests.support.styles import site_server
 
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"]
 ARTIFACTS = Path(__file__).parent / "artifacts"

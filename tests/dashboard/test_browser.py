@@ -156,7 +156,7 @@ def test_generate_from_the_form_and_watch_the_progress_reach_the_image(
     page = context.new_page()
     sign_in(page, dash.url, who)
     page.get_by_role("link", name="Create", exact=True).click()
-    page.get_by_label("Prompt").first.fill("[sleep 4] a lighthouse in a storm")
+    page.get_by_label("Prompt").first.fill("[sleep 6] [preview] a lighthouse in a storm")
     page.get_by_label("Aspect ratio").first.select_option("16:9")
     page.get_by_role("button", name="Generate", exact=True).click()
     expect(page).to_have_url(re.compile(r"/dashboard/jobs/[0-9a-f-]{36}$"))
@@ -168,6 +168,17 @@ def test_generate_from_the_form_and_watch_the_progress_reach_the_image(
         " return bar && bar.value > 0 && bar.value < 100; }"
     )
     screenshot(page, "job-in-progress")
+    # ...and so does the live preview, in place of the placeholder.
+    preview = page.get_by_role("img", name=re.compile("Live preview of: .*lighthouse"))
+    expect(preview).to_be_visible()
+    page.wait_for_function(
+        "() => { const img = document.querySelector('img[data-preview]');"
+        " return img && img.complete && img.naturalWidth === 160; }"
+    )
+    first = preview.get_attribute("src")
+    page.wait_for_function(
+        f"() => document.querySelector('img[data-preview]')?.getAttribute('src') !== {first!r}"
+    )
     # ...and the finished image replaces it.
     image = page.get_by_role("img", name=re.compile("lighthouse"))
     expect(image).to_be_visible(timeout=60_000)

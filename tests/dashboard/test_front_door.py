@@ -341,6 +341,23 @@ def test_asset_links_spend_the_apis_default_bucket(
     raise AssertionError("asset links were never limited")
 
 
+def test_webhook_actions_spend_the_apis_default_bucket(
+    door: Service, person: Callable[..., Person]
+) -> None:
+    with signed_in(door, person(), "198.51.100.52") as client:
+        csrf = csrf_of(client)
+        # A delete counts as DELETE /v1/webhooks/{id} does: before the endpoint is looked up.
+        for tried in range(41):
+            answer = client.post(f"/webhooks/{new_id()}/delete", data={"csrf_token": csrf})
+            if answer.status_code == 429:
+                assert tried >= 20
+                assert "Too many requests" in answer.text
+                assert int(answer.headers["Retry-After"]) > 0
+                return
+            assert answer.status_code == 404, answer.text
+    raise AssertionError("webhook endpoint deletes were never limited")
+
+
 # L1, L2 -----------------------------------------------------------------------------------
 
 
@@ -350,7 +367,15 @@ def test_every_dashboard_answer_forbids_framing_and_inline_script(
     with signed_in(door, person(), "198.51.100.60") as client:
         answers = [
             client.get(path)
-            for path in ("/sign-in", "/keys", "/jobs", "/create", "/styles", "/account")
+            for path in (
+                "/sign-in",
+                "/keys",
+                "/jobs",
+                "/create",
+                "/styles",
+                "/account",
+                "/webhooks",
+            )
         ]
         answers += [client.get("/static/dashboard.js"), client.get("")]
         for answer in answers:
@@ -369,7 +394,7 @@ def test_every_dashboard_answer_forbids_framing_and_inline_script(
             assert headers["x-content-type-options"] == "nosniff"
             assert headers["referrer-policy"] == "same-origin"
             assert "strict-transport-security" not in headers  # plain http
-        for page in answers[:6]:
+        for page in answers[:7]:
             assert re.search(r"<script(?![^>]*\bsrc=)", page.text) is None
             assert re.search(r"\sstyle=|\son[a-z]+=", page.text) is None
     with via_proxy(door, "198.51.100.61", proto="https") as secure:

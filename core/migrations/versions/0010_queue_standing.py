@@ -1,7 +1,7 @@
 """queue standing: the pending jobs' order per queue, and each queue's recent runs
 
 Revision ID: 0010
-Revises: 0008
+Revises: 0012
 Create Date: 2026-11-28
 """
 
@@ -9,7 +9,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision = "0010"
-down_revision = "0008"
+down_revision = "0012"
 branch_labels = None
 depends_on = None
 

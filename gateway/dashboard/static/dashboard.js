@@ -68,6 +68,7 @@
     const label = card.querySelector("[data-percent]");
     const standing = card.querySelector("[data-standing]");
     const status = card.querySelector(".status");
+    const preview = card.querySelector("[data-preview]");
     let ended = false;
     function show(job) {
       const percent = Math.round(job.progress * 100);
@@ -77,6 +78,11 @@
       if (status && job.status !== status.textContent) {
         status.textContent = job.status;
         status.className = `status status-${job.status}`;
+      }
+      // The live preview: a new URL each time the picture moves on (an old one may be gone).
+      if (preview && job.previewUrl && preview.getAttribute("src") !== job.previewUrl) {
+        preview.src = job.previewUrl;
+        preview.hidden = false;
       }
       if ((job.status === "completed" || job.status === "failed") && !ended) {
         ended = true;

@@ -44,6 +44,9 @@ from sfumato_client.models import (
     StyleAsset,
     StyleSummary,
     Upload,
+    Webhook,
+    WebhookDelivery,
+    WebhookEndpoint,
 )
 
 __all__ = [
@@ -79,4 +82,7 @@ __all__ = [
     "Upload",
     "UsageLimitError",
     "ValidationError",
+    "Webhook",
+    "WebhookDelivery",
+    "WebhookEndpoint",
 ]

@@ -84,6 +84,9 @@ class JobData(APIModel):
     queue_position: int | None = None
     estimated_start_at: str | None = None
     estimated_completion_at: str | None = None
+    # While it is processing: a small JPEG of the picture as it forms (a new URL each time it
+    # changes); None before the first, once it has ended, and from a server without previews.
+    preview_url: str | None = None
     result: JobResult | None = None
     error: JobError | None = None
     # What the pipeline said it did (completed jobs); None from a server that does not say.
@@ -236,6 +239,15 @@ class Account(APIModel):
 # Request bodies
 
 
+class Webhook(RequestBody):
+    """Where a job's events are POSTed, signed with the account's webhook secret
+    (`client.webhooks.rotate_account_secret()`); `events` among started, progress, completed,
+    failed (the server's default: completed and failed)."""
+
+    url: str
+    events: list[str] | None = None
+
+
 class Adapter(RequestBody):
     """A LoRA adapter installed for the model (`ServedModel.loras`), at `scale` 0..2."""
 
@@ -257,6 +269,7 @@ class GenerateRequest(RequestBody):
     guidance: float | None = None
     model: str | None = None
     loras: list[Adapter] | None = None
+    webhook: Webhook | None = None
 
 
 class EditRequest(RequestBody):
@@ -271,6 +284,7 @@ class EditRequest(RequestBody):
     model: str | None = None
     loras: list[Adapter] | None = None
     mask: str | None = None
+    webhook: Webhook | None = None
 
 
 class ResizeRequest(RequestBody):
@@ -278,12 +292,14 @@ class ResizeRequest(RequestBody):
     aspect_ratio: str
     resolution: str | None = None
     seed: int | None = None
+    webhook: Webhook | None = None
 
 
 class UpscaleRequest(RequestBody):
     image_id: str
     resolution: str
     seed: int | None = None
+    webhook: Webhook | None = None
 
 
 class ImageToVideoRequest(RequestBody):
@@ -294,6 +310,7 @@ class ImageToVideoRequest(RequestBody):
     audio: bool | None = None
     negative_prompt: str | None = None
     seed: int | None = None
+    webhook: Webhook | None = None
 
 
 class FramesRequest(RequestBody):
@@ -306,10 +323,12 @@ class FramesRequest(RequestBody):
     audio: bool | None = None
     negative_prompt: str | None = None
     seed: int | None = None
+    webhook: Webhook | None = None
 
 
 class ExtractRequest(RequestBody):
     url: str
+    webhook: Webhook | None = None
 
 
 class SearchRequest(RequestBody):
@@ -324,3 +343,45 @@ class LinkAssetsRequest(RequestBody):
 class PresignRequest(RequestBody):
     filename: str
     content_type: str
+
+
+# Webhooks
+
+
+class WebhookEndpoint(APIModel):
+    id: str
+    url: str
+    events: list[str]
+    created_at: str
+    disabled_at: str | None
+    disabled_reason: str | None
+    # Only in the answer that made it (or rotated it).
+    secret: str | None = None
+
+
+class WebhookSecret(APIModel):
+    secret: str
+
+
+class WebhookAttempt(APIModel):
+    attempted_at: str
+    status_code: int | None
+    error: str | None
+    duration_seconds: float
+
+
+class WebhookDelivery(APIModel):
+    id: str
+    event: str
+    url: str
+    endpoint_id: str | None
+    status: str
+    created_at: str
+    finished_at: str | None
+    next_attempt_at: str | None
+    attempts: list[WebhookAttempt]
+
+
+class CreateWebhookRequest(RequestBody):
+    url: str
+    events: list[str] | None = None

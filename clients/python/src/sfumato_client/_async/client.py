@@ -12,6 +12,7 @@ from sfumato_client._async.styles import AsyncStyles
 from sfumato_client._async.transport import AsyncTransport
 from sfumato_client._async.uploads import AsyncUploads
 from sfumato_client._async.videos import AsyncVideos
+from sfumato_client._async.webhooks import AsyncWebhooks
 from sfumato_client._http import DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT
 
 
@@ -37,6 +38,7 @@ class AsyncClient:
         self.styles = AsyncStyles(self._transport, self.jobs, self.uploads)
         self.account = AsyncAccount(self._transport)
         self.models = AsyncModels(self._transport)
+        self.webhooks = AsyncWebhooks(self._transport)
 
     async def close(self) -> None:
         await self._transport.close()

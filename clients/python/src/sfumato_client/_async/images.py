@@ -13,6 +13,7 @@ from sfumato_client.models import (
     GenerateRequest,
     ResizeRequest,
     UpscaleRequest,
+    Webhook,
 )
 
 # A LoRA adapter by name (scale 1), or (name, scale).
@@ -45,6 +46,7 @@ class AsyncImages(AsyncCreates):
         guidance: float | None = None,
         model: str | None = None,
         loras: Sequence[AdapterInput] | None = None,
+        webhook: Webhook | None = None,
     ) -> AsyncJob:
         """Starts a generation; local files among `references` are uploaded first. Unset
         options take the server's defaults (1:1, medium, 1K, one variation, a random seed, the
@@ -64,6 +66,7 @@ class AsyncImages(AsyncCreates):
             guidance=guidance,
             model=model,
             loras=_adapters(loras),
+            webhook=webhook,
         )
         return await self._create("/images/generate", body)
 
@@ -81,6 +84,7 @@ class AsyncImages(AsyncCreates):
         model: str | None = None,
         loras: Sequence[AdapterInput] | None = None,
         mask: FileInput | None = None,
+        webhook: Webhook | None = None,
     ) -> AsyncJob:
         """Edits a prior image (a job id or one of its image ids): a new job. With `mask` (a
         local file is uploaded first; the image's size, white = change) only that area
@@ -97,6 +101,7 @@ class AsyncImages(AsyncCreates):
             model=model,
             loras=_adapters(loras),
             mask=None if mask is None else await self._uploads.resolve(mask),
+            webhook=webhook,
         )
         return await self._create("/images/edit", body)
 
@@ -107,15 +112,27 @@ class AsyncImages(AsyncCreates):
         resolution: str | None = None,
         *,
         seed: int | None = None,
+        webhook: Webhook | None = None,
     ) -> AsyncJob:
         """Reframes a prior image to another aspect ratio (reported as `image.edit`)."""
         body = ResizeRequest(
-            image_id=image_id, aspect_ratio=aspect_ratio, resolution=resolution, seed=seed
+            image_id=image_id,
+            aspect_ratio=aspect_ratio,
+            resolution=resolution,
+            seed=seed,
+            webhook=webhook,
         )
         return await self._create("/images/resize", body)
 
-    async def upscale(self, image_id: str, resolution: str, *, seed: int | None = None) -> AsyncJob:
-        body = UpscaleRequest(image_id=image_id, resolution=resolution, seed=seed)
+    async def upscale(
+        self,
+        image_id: str,
+        resolution: str,
+        *,
+        seed: int | None = None,
+        webhook: Webhook | None = None,
+    ) -> AsyncJob:
+        body = UpscaleRequest(image_id=image_id, resolution=resolution, seed=seed, webhook=webhook)
         return await self._create("/images/upscale", body)
 
     async def get(self, job_id: str, *, wait: bool = False) -> AsyncJob:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from sfumato_client._async.creates import AsyncCreates
 from sfumato_client._async.jobs import AsyncJob
 from sfumato_client._files import FileInput
-from sfumato_client.models import FramesRequest, ImageToVideoRequest
+from sfumato_client.models import FramesRequest, ImageToVideoRequest, Webhook
 
 
 class AsyncVideos(AsyncCreates):
@@ -19,6 +19,7 @@ class AsyncVideos(AsyncCreates):
         audio: bool | None = None,
         negative_prompt: str | None = None,
         seed: int | None = None,
+        webhook: Webhook | None = None,
     ) -> AsyncJob:
         """Animates one image (a local file is uploaded first); the clip takes its ratio."""
         body = ImageToVideoRequest(
@@ -29,6 +30,7 @@ class AsyncVideos(AsyncCreates):
             audio=audio,
             negative_prompt=negative_prompt,
             seed=seed,
+            webhook=webhook,
         )
         return await self._create("/videos/image-to-video", body)
 
@@ -44,6 +46,7 @@ class AsyncVideos(AsyncCreates):
         audio: bool | None = None,
         negative_prompt: str | None = None,
         seed: int | None = None,
+        webhook: Webhook | None = None,
     ) -> AsyncJob:
         """A transition from `start_image` to `end_image` (local files uploaded first)."""
         body = FramesRequest(
@@ -56,6 +59,7 @@ class AsyncVideos(AsyncCreates):
             audio=audio,
             negative_prompt=negative_prompt,
             seed=seed,
+            webhook=webhook,
         )
         return await self._create("/videos/frames", body)
 

@@ -15,6 +15,7 @@ from sfumato_client._sync.styles import Styles
 from sfumato_client._sync.transport import Transport
 from sfumato_client._sync.uploads import Uploads
 from sfumato_client._sync.videos import Videos
+from sfumato_client._sync.webhooks import Webhooks
 
 
 class Client:
@@ -39,6 +40,7 @@ class Client:
         self.styles = Styles(self._transport, self.jobs, self.uploads)
         self.account = Account(self._transport)
         self.models = Models(self._transport)
+        self.webhooks = Webhooks(self._transport)
 
     def close(self) -> None:
         self._transport.close()

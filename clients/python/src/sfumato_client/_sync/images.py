@@ -15,6 +15,7 @@ from sfumato_client.models import (
     GenerateRequest,
     ResizeRequest,
     UpscaleRequest,
+    Webhook,
 )
 
 # A LoRA adapter by name (scale 1), or (name, scale).
@@ -47,6 +48,7 @@ class Images(Creates):
         guidance: float | None = None,
         model: str | None = None,
         loras: Sequence[AdapterInput] | None = None,
+        webhook: Webhook | None = None,
     ) -> Job:
         """Starts a generation; local files among `references` are uploaded first. Unset
         options take the server's defaults (1:1, medium, 1K, one variation, a random seed, the
@@ -66,6 +68,7 @@ class Images(Creates):
             guidance=guidance,
             model=model,
             loras=_adapters(loras),
+            webhook=webhook,
         )
         return self._create("/images/generate", body)
 
@@ -83,6 +86,7 @@ class Images(Creates):
         model: str | None = None,
         loras: Sequence[AdapterInput] | None = None,
         mask: FileInput | None = None,
+        webhook: Webhook | None = None,
     ) -> Job:
         """Edits a prior image (a job id or one of its image ids): a new job. With `mask` (a
         local file is uploaded first; the image's size, white = change) only that area
@@ -99,6 +103,7 @@ class Images(Creates):
             model=model,
             loras=_adapters(loras),
             mask=None if mask is None else self._uploads.resolve(mask),
+            webhook=webhook,
         )
         return self._create("/images/edit", body)
 
@@ -109,15 +114,27 @@ class Images(Creates):
         resolution: str | None = None,
         *,
         seed: int | None = None,
+        webhook: Webhook | None = None,
     ) -> Job:
         """Reframes a prior image to another aspect ratio (reported as `image.edit`)."""
         body = ResizeRequest(
-            image_id=image_id, aspect_ratio=aspect_ratio, resolution=resolution, seed=seed
+            image_id=image_id,
+            aspect_ratio=aspect_ratio,
+            resolution=resolution,
+            seed=seed,
+            webhook=webhook,
         )
         return self._create("/images/resize", body)
 
-    def upscale(self, image_id: str, resolution: str, *, seed: int | None = None) -> Job:
-        body = UpscaleRequest(image_id=image_id, resolution=resolution, seed=seed)
+    def upscale(
+        self,
+        image_id: str,
+        resolution: str,
+        *,
+        seed: int | None = None,
+        webhook: Webhook | None = None,
+    ) -> Job:
+        body = UpscaleRequest(image_id=image_id, resolution=resolution, seed=seed, webhook=webhook)
         return self._create("/images/upscale", body)
 
     def get(self, job_id: str, *, wait: bool = False) -> Job:

@@ -7,7 +7,7 @@ from __future__ import annotations
 from sfumato_client._files import FileInput
 from sfumato_client._sync.creates import Creates
 from sfumato_client._sync.jobs import Job
-from sfumato_client.models import FramesRequest, ImageToVideoRequest
+from sfumato_client.models import FramesRequest, ImageToVideoRequest, Webhook
 
 
 class Videos(Creates):
@@ -21,6 +21,7 @@ class Videos(Creates):
         audio: bool | None = None,
         negative_prompt: str | None = None,
         seed: int | None = None,
+        webhook: Webhook | None = None,
     ) -> Job:
         """Animates one image (a local file is uploaded first); the clip takes its ratio."""
         body = ImageToVideoRequest(
@@ -31,6 +32,7 @@ class Videos(Creates):
             audio=audio,
             negative_prompt=negative_prompt,
             seed=seed,
+            webhook=webhook,
         )
         return self._create("/videos/image-to-video", body)
 
@@ -46,6 +48,7 @@ class Videos(Creates):
         audio: bool | None = None,
         negative_prompt: str | None = None,
         seed: int | None = None,
+        webhook: Webhook | None = None,
     ) -> Job:
         """A transition from `start_image` to `end_image` (local files uploaded first)."""
         body = FramesRequest(
@@ -58,6 +61,7 @@ class Videos(Creates):
             audio=audio,
             negative_prompt=negative_prompt,
             seed=seed,
+            webhook=webhook,
         )
         return self._create("/videos/frames", body)
 
