@@ -15,6 +15,7 @@ from sqlalchemy import (
     JSON,
     BigInteger,
     Boolean,
+    ColumnClause,
     DateTime,
     Float,
     ForeignKey,
@@ -26,6 +27,8 @@ from sqlalchemy import (
     Text,
     TypeDecorator,
     UniqueConstraint,
+    func,
+    literal_column,
 )
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.engine import Dialect
@@ -195,6 +198,24 @@ class JobRow(Base):
     deleted_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
     # The webhook named on the create ({"url", "events"}), None when none was.
     webhook: Mapped[dict[str, Any] | None] = mapped_column(JSONType, nullable=True)
+
+
+# A pending job's place in its queue's order (`core/jobs/standing.py`): the moment it joined the
+# broker's queue (its last publish), or its creation while not yet published. Partial, so the
+# count of the jobs ahead of one reads only pending jobs' entries; the predicate is a literal, as
+# the queries that use it write it (a bound parameter would hide it from the planner).
+PENDING_LITERAL: ColumnClause[str] = literal_column("'pending'", String)
+QUEUE_ORDER = func.coalesce(JobRow.dispatched_at, JobRow.created_at)
+Index(
+    "ix_jobs_pending_queue_order",
+    JobRow.queue,
+    QUEUE_ORDER,
+    JobRow.id,
+    postgresql_where=JobRow.status == PENDING_LITERAL,
+    sqlite_where=JobRow.status == PENDING_LITERAL,
+)
+# A queue's recent runs, the history its wait estimates come from.
+Index("ix_jobs_queue_finished", JobRow.queue, JobRow.finished_at)
 
 
 class Media(Base):

@@ -79,6 +79,32 @@ class Job(ResponseModel):
             "value reached on a failed job. On every read, not on the create's answer."
         ),
     )
+    queuePosition: int | None = Field(
+        default=None,
+        ge=1,
+        description=(
+            "Extension, on a pending job's reads only: its place in its queue, 1 = the next to "
+            "start, in the order the scheduler starts them (the video line's one video at a "
+            "time per account included)."
+        ),
+    )
+    estimatedStartAt: str | None = Field(
+        default=None,
+        json_schema_extra={"format": "date-time"},
+        description=(
+            "Extension, on a pending job's reads only: when it should start, from its position "
+            "and its queue's recent runs; null when the queue has no run in the last hour."
+        ),
+    )
+    estimatedCompletionAt: str | None = Field(
+        default=None,
+        json_schema_extra={"format": "date-time"},
+        description=(
+            "Extension, on a processing job's reads only: when it should finish, at the rate "
+            "its progress moved since it started (before it has moved, the queue's recent mean "
+            "run); null when neither is known."
+        ),
+    )
     previewUrl: str | None = Field(
         default=None,
         description=(

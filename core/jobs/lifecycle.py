@@ -65,6 +65,8 @@ class JobLifecycle:
         )
         if claim is not None:
             self.services.events.publish(job_id)
+            # The jobs behind it in its queue moved up (their event streams re-read).
+            self.services.events.publish_queue_moved(claim.job.queue)
         return claim
 
     def renew_lease(self, claim: jobs_service.Claim, progress: float) -> bool:
@@ -134,6 +136,7 @@ class JobLifecycle:
         job, was_in_flight = jobs_service.cancel(self.services.db, account_id, job_id)
         if job is not None and was_in_flight:
             self.services.events.publish(job.id)
+            self.services.events.publish_queue_moved(job.queue)
             # Its queued task is dropped early; a running pipeline stops at its next progress
             # report, when the lease keeper sees the claim gone.
             self.dispatcher.withdraw(job)

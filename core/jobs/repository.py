@@ -8,7 +8,9 @@ from datetime import datetime
 from typing import Any
 
 from sqlalchemy import (
+    ColumnClause,
     Connection,
+    String,
     and_,
     any_,
     bindparam,
@@ -16,15 +18,24 @@ from sqlalchemy import (
     delete,
     func,
     insert,
+    literal_column,
     or_,
     select,
     text,
     update,
 )
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import Session, aliased
 
 from core.jobs.contract import IN_FLIGHT, JobStatus, Queue
-from core.tables import IdempotencyRecord, JobRow, JSONType, Media, UTCDateTime
+from core.tables import (
+    PENDING_LITERAL,
+    QUEUE_ORDER,
+    IdempotencyRecord,
+    JobRow,
+    JSONType,
+    Media,
+    UTCDateTime,
+)
 from core.webhooks.repository import outbox_from
 
 
@@ -517,6 +528,33 @@ def accounts_with_waiting_videos(session: Session, created_before: datetime) -> 
     )
 
 
+# Where a pending image or style job stands: the pending jobs of its queue ahead of it in the
+# broker's order (`QUEUE_ORDER`, then id), counted on the partial index
+# `ix_jobs_pending_queue_order` (index ranges, never the table). Two counts, those before its
+# moment and those at it with a smaller id: SQLite takes no row-value range on an expression
+# index. The video line orders its queue otherwise (`video_line`).
+VIDEO_LITERAL: ColumnClause[str] = literal_column("'video'", String)
+_AHEAD = aliased(JobRow, name="ahead")
+_AHEAD_ORDER = func.coalesce(_AHEAD.dispatched_at, _AHEAD.created_at)
+
+
+def _pending_ahead(*conditions: Any) -> Any:
+    return (
+        select(func.count())
+        .select_from(_AHEAD)
+        .where(_AHEAD.status == PENDING_LITERAL, _AHEAD.queue == JobRow.queue, *conditions)
+        .scalar_subquery()
+    )
+
+
+JOBS_AHEAD = _pending_ahead(_AHEAD_ORDER < QUEUE_ORDER) + _pending_ahead(
+    _AHEAD_ORDER == QUEUE_ORDER, _AHEAD.id < JobRow.id
+)
+JOBS_AHEAD_BY_ID = select(JobRow.id, JOBS_AHEAD.label("ahead")).where(
+    JobRow.id == bindparam("job_id")
+)
+
+
 # What the API shows of one of the account's jobs: the per-request poll, compiled once for the
 # database and run on the driver's connection (core/driver_reads.py).
 JOB_VIEW_COLUMNS = (
@@ -531,6 +569,15 @@ JOB_VIEW_COLUMNS = (
     JobRow.progress,
     JobRow.message,
     JobRow.preview_key,
+    # What a job in flight's standing is worked out from (`core/jobs/standing.py`), the jobs
+    # ahead of a pending image or style job counted in the same statement (no other job's
+    # read evaluates the count: a CASE runs its branch only when taken).
+    JobRow.dispatched_at,
+    JobRow.started_at,
+    case(
+        (and_(JobRow.status == PENDING_LITERAL, JobRow.queue != VIDEO_LITERAL), JOBS_AHEAD),
+        else_=None,
+    ).label("jobs_ahead"),
 )
 # SQLite: one job, read inline.
 JOB_VIEW_BY_ID = select(*JOB_VIEW_COLUMNS).where(
@@ -609,3 +656,69 @@ def mark_deleted(session: Session, job_id: str, moment: datetime) -> None:
         .values(deleted_at=moment, inputs={}, result=None, error=None, message=None)
     )
     session.execute(delete(IdempotencyRecord).where(IdempotencyRecord.job_id == job_id))
+
+
+def jobs_ahead(session: Session, job_id: str) -> int:
+    return int(session.execute(JOBS_AHEAD_BY_ID, {"job_id": job_id}).one().ahead)
+
+
+@dataclass(frozen=True)
+class LineEntry:
+    """An in-flight video as the video line's order needs it."""
+
+    id: str
+    account_id: str
+    status: str
+    created_at: datetime
+    dispatched_at: datetime | None
+
+
+def video_line(session: Session) -> list[LineEntry]:
+    """Every video in flight: the video line is one in flight per account, so these are a few
+    per account with videos (the plans' `max_inflight_videos`), never a backlog."""
+    rows = session.execute(
+        select(
+            JobRow.id, JobRow.account_id, JobRow.status, JobRow.created_at, JobRow.dispatched_at
+        ).where(JobRow.queue == Queue.VIDEO, JobRow.status.in_(IN_FLIGHT))
+    ).all()
+    return [LineEntry(*row) for row in rows]
+
+
+@dataclass(frozen=True)
+class Run:
+    """A job's time on a worker: when it was claimed and how far it is (running), or when it
+    finished."""
+
+    started_at: datetime
+    finished_at: datetime | None
+    progress: float
+
+
+def recent_runs(session: Session, queue: str, since: datetime, limit: int) -> list[Run]:
+    """The queue's last `limit` jobs completed since `since`, newest first (on
+    `ix_jobs_queue_finished`). Failed ones are left out: a cancel or a failure ends a run at
+    any point, and says nothing of how long one takes."""
+    rows = session.execute(
+        select(JobRow.started_at, JobRow.finished_at, JobRow.progress)
+        .where(
+            JobRow.queue == queue,
+            JobRow.finished_at >= since,
+            JobRow.status == JobStatus.COMPLETED,
+            JobRow.started_at.is_not(None),
+        )
+        .order_by(JobRow.finished_at.desc())
+        .limit(limit)
+    ).all()
+    return [Run(started, finished, progress) for started, finished, progress in rows if started]
+
+
+def running(session: Session, queue: str) -> list[Run]:
+    """The queue's jobs on a worker now (as many as its busy worker slots)."""
+    rows = session.execute(
+        select(JobRow.started_at, JobRow.progress).where(
+            JobRow.status == JobStatus.PROCESSING,
+            JobRow.queue == queue,
+            JobRow.started_at.is_not(None),
+        )
+    ).all()
+    return [Run(started, None, progress) for started, progress in rows if started]

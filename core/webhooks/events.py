@@ -35,8 +35,8 @@ class JobSnapshot:
     error: dict[str, Any] | None
     progress: float
     message: str | None
-    # A live preview lasts only while its job processes, less than a delivery's retries may
-    # take: webhooks never carry one (no `previewUrl`).
+    # Never a live preview: previews are deleted as the job moves on, and a delivery may be
+    # sent (or retried) long after its event. Not stored; the presenter reads it as a job's.
     preview_key: str | None = None
 
     def stored(self) -> dict[str, Any]:

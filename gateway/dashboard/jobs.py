@@ -25,7 +25,7 @@ from gateway.dashboard.web import (
 )
 from gateway.dependencies import url_signer_for
 from gateway.jobs.events import JobEventStream, is_repeat_of_terminal
-from gateway.jobs.presenter import JobPresenter, preview_of, progress_of
+from gateway.jobs.presenter import JobPresenter, add_standing, preview_of, progress_of
 from gateway.jobs.reads import JobReads
 from gateway.responses import JsonResponse
 
@@ -42,7 +42,7 @@ STATUS_FILTERS = ("", *JobStatus)
 
 
 def gallery_for(page: Page) -> Gallery:
-    return Gallery(page.services, url_signer_for(page.request))
+    return Gallery(page.services, url_signer_for(page.request), page.runtime.job_reads.standings)
 
 
 def _not_found(page: Page) -> Response:
@@ -130,20 +130,22 @@ async def job_events(
 
 @router.get("/jobs/{job_id}/progress")
 async def job_progress(page: PageDep, job_id: str) -> Response:
-    """Status and progress as one JSON read, for a browser whose event stream does not get
-    through (a proxy that buffers): the page polls this instead."""
-    job = await _reads(page).read(page.user.account_id, job_id, ALL_TYPES, wait=False)
+    """Status, progress and standing (the API's fields) as one JSON read, for a browser whose
+    event stream does not get through (a proxy that buffers): the page polls this instead."""
+    reads = _reads(page)
+    job = await reads.read(page.user.account_id, job_id, ALL_TYPES, wait=False)
     if job is None:
         return JsonResponse({"error": "not found"}, status_code=404)
     preview = preview_of(job)
-    return JsonResponse(
-        {
-            "status": job.status,
-            "progress": progress_of(job),
-            "previewUrl": url_signer_for(page.request).url(preview) if preview else None,
-        },
-        headers={"Cache-Control": "no-store"},
-    )
+    view = {
+        "status": job.status,
+        "progress": progress_of(job),
+        "previewUrl": url_signer_for(page.request).url(preview) if preview else None,
+    }
+    standing = await reads.standing(job)
+    if standing is not None:
+        add_standing(view, job, standing)
+    return JsonResponse(view, headers={"Cache-Control": "no-store"})
 
 
 @router.post("/jobs/{job_id}/cancel")

@@ -15,6 +15,7 @@ from core.jobs.contract import (
     VideoResult,
     result_of,
 )
+from core.jobs.standing import Standing
 from gateway.responses import render_json
 from gateway.signing import UrlSigner
 
@@ -54,6 +55,20 @@ def notes_of(job: JobLike) -> list[str]:
     return job.message.split(NOTES_SEPARATOR)
 
 
+def add_standing(view: dict[str, Any], job: JobLike, standing: Standing) -> None:
+    """The extensions `queuePosition` and `estimatedStartAt` on a pending job,
+    `estimatedCompletionAt` on a processing one (null when it cannot be known)."""
+    if job.status == JobStatus.PENDING and standing.queue_position is not None:
+        view["queuePosition"] = standing.queue_position
+        view["estimatedStartAt"] = _moment(standing.estimated_start_at)
+    elif job.status == JobStatus.PROCESSING:
+        view["estimatedCompletionAt"] = _moment(standing.estimated_completion_at)
+
+
+def _moment(moment: datetime | None) -> str | None:
+    return isoformat_ms(moment) if moment is not None else None
+
+
 class JobPresenter:
     def __init__(self, signer: UrlSigner) -> None:
         self.signer = signer
@@ -67,9 +82,12 @@ class JobPresenter:
             "createdAt": isoformat_ms(job.created_at),
         }
 
-    def job(self, job: JobLike) -> dict[str, Any]:
+    def job(self, job: JobLike, standing: Standing | None = None) -> dict[str, Any]:
+        """The job as every read shows it; `standing` adds where a job in flight stands."""
         view = self.created(job)
         view["progress"] = progress_of(job)
+        if standing is not None:
+            add_standing(view, job, standing)
         preview = preview_of(job)
         if preview is not None:
             view["previewUrl"] = self.signer.url(preview)
@@ -130,9 +148,9 @@ class JobAnswers:
     def __init__(self) -> None:
         self._bodies: dict[tuple[str, str], tuple[JobLike, object, bytes]] = {}
 
-    def body(self, job: JobLike, signer: UrlSigner) -> bytes:
+    def body(self, job: JobLike, signer: UrlSigner, standing: Standing | None = None) -> bytes:
         if job.status not in TERMINAL:
-            return render_json({"data": JobPresenter(signer).job(job)})
+            return render_json({"data": JobPresenter(signer).job(job, standing)})
         place = (job.id, signer.base_url)
         validity = signer.validity()
         kept = self._bodies.get(place)

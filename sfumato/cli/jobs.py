@@ -14,6 +14,7 @@ from sfumato.cli.remote import (
     connected,
     follow,
     print_json,
+    standing,
     wire,
 )
 
@@ -24,10 +25,14 @@ jobs_app = typer.Typer(help="Jobs on a server: list, show, cancel.", no_args_is_
 
 
 def describe(job: JobData) -> str:
-    """One job in one line: id, type, status, progress, creation time, then its outputs or
+    """One job in one line: id, type, status, progress, creation time, where it stands if in
+    flight (its queue position and estimated start, or its estimated end), then its outputs or
     its error, and its notes."""
     progress = "" if job.progress is None else f" {job.progress:.0%}"
     line = f"{job.id}  {job.type:<14} {job.status:<10}{progress}  {job.created_at}"
+    where = standing(job)
+    if where:
+        line += f"  {where}"
     if job.error is not None:
         line += f"  {job.error.code}: {job.error.message}"
     if job.result is not None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from datetime import UTC, datetime
 from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, NoReturn, get_args
@@ -18,7 +19,7 @@ import typer
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from sfumato_client import APIError, Client, Job
+    from sfumato_client import APIError, Client, Job, JobData
 
 EXIT_JOB_FAILED = 1
 EXIT_USAGE = 2
@@ -134,6 +135,27 @@ def api_error(error: APIError, hint: str | None = None) -> NoReturn:
     raise typer.Exit(EXIT_API_ERROR)
 
 
+def standing(job: JobData, now: datetime | None = None) -> str:
+    """Where a job in flight stands, in words: a pending job's place in its queue and when it
+    should start, a processing job's expected end ("" when the server says nothing)."""
+    if job.status == "pending" and job.queue_position is not None:
+        start = _in(job.estimated_start_at, now)
+        return f"#{job.queue_position} in queue" + (f", starts {start}" if start else "")
+    if job.status == "processing":
+        end = _in(job.estimated_completion_at, now)
+        return f"ends {end}" if end else ""
+    return ""
+
+
+def _in(moment: str | None, now: datetime | None) -> str:
+    """`in about 40 s` (or minutes) from now; "" for None."""
+    if moment is None:
+        return ""
+    when = datetime.fromisoformat(moment.replace("Z", "+00:00"))
+    seconds = max(0.0, (when - (now or datetime.now(UTC))).total_seconds())
+    return f"in about {seconds:.0f} s" if seconds < 120 else f"in about {seconds / 60:.0f} min"
+
+
 def follow(client: Client, job: Job, preview: Path | None = None, as_json: bool = False) -> Job:
     """Prints the job id, shows a progress bar until the job is terminal (the event stream,
     else long-polls) and returns it; raises JobFailedError when it failed. Ctrl-C asks whether
@@ -162,7 +184,12 @@ def follow(client: Client, job: Job, preview: Path | None = None, as_json: bool 
             shown: set[str] = set()
 
             def show(update: Any) -> None:
-                progress.update(task, description=update.status, completed=update.progress or 0.0)
+                where = standing(update)
+                progress.update(
+                    task,
+                    description=f"{update.status} ({where})" if where else update.status,
+                    completed=update.progress or 0.0,
+                )
                 if preview is not None and update.preview_url and update.preview_url not in shown:
                     shown.add(update.preview_url)
                     update.save_preview(preview)

@@ -45,6 +45,19 @@
     document.querySelectorAll("form[data-sent]").forEach((form) => { delete form.dataset.sent; });
   });
 
+  // Where a job in flight stands, in the words the server writes (gallery.standing_text).
+  function inAbout(moment) {
+    const seconds = Math.max(0, (Date.parse(moment) - Date.now()) / 1000);
+    return seconds < 120 ? `in about ${Math.round(seconds)} s` : `in about ${Math.round(seconds / 60)} min`;
+  }
+  function standingText(job) {
+    if (job.status === "pending" && job.queuePosition) {
+      return `#${job.queuePosition} in queue` + (job.estimatedStartAt ? `, starts ${inAbout(job.estimatedStartAt)}` : "");
+    }
+    if (job.status === "processing" && job.estimatedCompletionAt) return `ends ${inAbout(job.estimatedCompletionAt)}`;
+    return "";
+  }
+
   // Live progress: every card of a job in flight listens to the job's event stream (the API's
   // Server-Sent Events) and, when the job ends, swaps in its finished card. Where the stream
   // does not get through, it polls the job's progress instead.
@@ -53,12 +66,19 @@
     const detail = card.hasAttribute("data-detail");
     const bar = card.querySelector("[data-progress]");
     const label = card.querySelector("[data-percent]");
+    const standing = card.querySelector("[data-standing]");
+    const status = card.querySelector(".status");
     const preview = card.querySelector("[data-preview]");
     let ended = false;
     function show(job) {
       const percent = Math.round(job.progress * 100);
       if (bar) { bar.value = percent; bar.textContent = `${percent}%`; }
       if (label) label.textContent = `${percent}%`;
+      if (standing) standing.textContent = standingText(job);
+      if (status && job.status !== status.textContent) {
+        status.textContent = job.status;
+        status.className = `status status-${job.status}`;
+      }
       // The live preview: a new URL each time the picture moves on (an old one may be gone).
       if (preview && job.previewUrl && preview.getAttribute("src") !== job.previewUrl) {
         preview.src = job.previewUrl;

@@ -78,6 +78,12 @@ class JobData(APIModel):
     created_at: str
     # 0..1, never decreasing; None from a server that does not report progress.
     progress: float | None = None
+    # A pending job's place in its queue (1 = next to start) and when it should start; a
+    # processing job's expected end (ISO 8601). None when not pending (or processing), when the
+    # server cannot estimate yet, or from a server that does not say.
+    queue_position: int | None = None
+    estimated_start_at: str | None = None
+    estimated_completion_at: str | None = None
     # While it is processing: a small JPEG of the picture as it forms (a new URL each time it
     # changes); None before the first, once it has ended, and from a server without previews.
     preview_url: str | None = None
