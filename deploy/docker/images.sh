@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Builds the images: sfumato-gateway and sfumato-worker-cpu (deploy/docker/Dockerfile), and with
-# --gpu sfumato-worker-gpu (Dockerfile.gpu), tagged TAG (default: the project's version).
-#   deploy/docker/images.sh [--gpu]
+# --gpu sfumato-worker-gpu (Dockerfile.gpu), tagged TAG (default: the project's version); with
+# --local-services only the Debian-built PostgreSQL, Redis and S3 store of
+# deploy/compose.local.yaml (Dockerfile.services, on PYTHON_IMAGE).
+#   deploy/docker/images.sh [--gpu | --local-services]
 # Environment: PYTHON_IMAGE / CUDA_IMAGE (the bases), IMAGE_PREFIX (e.g. ghcr.io/you/; default
 # none), TAG, SOURCE (the OCI source label), CA_BUNDLE (a CA file given to the build as a
 # secret, for TLS-intercepting networks; default: none). Builds use the host's network, so a
@@ -9,7 +11,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 gpu=false
+local_services=false
 [ "${1:-}" = --gpu ] && gpu=true
+[ "${1:-}" = --local-services ] && local_services=true
 version=$(sed -n 's/^version = "\(.*\)"/\1/p' pyproject.toml | head -1)
 tag=${TAG:-$version}
 prefix=${IMAGE_PREFIX:-}
@@ -35,6 +39,15 @@ common=(--network=host --progress=plain
 [ -n "${CA_BUNDLE:-}" ] && common+=(--secret "id=ca-certificates,src=$CA_BUNDLE")
 [ -n "${PYTHON_IMAGE:-}" ] && common+=(--build-arg "PYTHON_IMAGE=$PYTHON_IMAGE")
 
+if $local_services; then
+    base=(); [ -n "${PYTHON_IMAGE:-}" ] && base=(--build-arg "BASE_IMAGE=$PYTHON_IMAGE")
+    for target in postgres:15 redis:7 s3:1.2.1; do
+        echo "images: building sfumato-local-$target"
+        DOCKER_BUILDKIT=1 $build "${common[@]}" "${base[@]}" -f deploy/docker/Dockerfile.services \
+            --target "${target%%:*}" -t "sfumato-local-$target" .
+    done
+    exit 0
+fi
 for target in gateway worker; do
     name=sfumato-$target
     [ $target = worker ] && name=sfumato-worker-cpu
