@@ -9,7 +9,8 @@ PORT ?= 8000
 TEST_WORKERS ?= auto
 PYTEST := $(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadgroup
 
-.PHONY: run test test-fast fuzz lint format bench install dev clean system-deps gallery client-sync
+.PHONY: run test test-fast fuzz lint format bench install dev clean system-deps gallery client-sync \
+	images stack-test
 
 $(BIN)/python:
 	$(PYTHON) -c 'import sys; assert sys.version_info[:2] == (3, 11), "Python 3.11 is required"'
@@ -89,6 +90,18 @@ client-sync: dev
 gallery: dev
 	$(BIN)/python tools/gallery.py
 	$(BIN)/python tools/video_gallery.py
+
+# The gateway and CPU worker images (deploy/docker/images.sh; docs/operations.md "Run it in
+# containers"): on the public Python image, or PYTHON_IMAGE=sfumato-python:3.11-bookworm after
+# deploy/docker/python-base.sh where no registry is reachable. IMAGE_PREFIX=ghcr.io/you/ names
+# them for your registry.
+images:
+	PYTHON_IMAGE=$(PYTHON_IMAGE) IMAGE_PREFIX=$(IMAGE_PREFIX) TAG=$(TAG) deploy/docker/images.sh
+
+# The distributed stack in containers, end to end (tests/stack; needs a Docker daemon). After
+# the suite in .ci/run.
+stack-test: dev
+	tests/stack/run.sh
 
 clean:
 	rm -rf $(VENV) data .mypy_cache .pytest_cache .ruff_cache .import_linter_cache
