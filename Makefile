@@ -62,6 +62,7 @@ lint: dev
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
 	$(BIN)/lint-imports --no-logo
+	$(BIN)/zizmor --offline --quiet .github/workflows
 
 format: dev
 	$(BIN)/ruff format .
