@@ -26,6 +26,7 @@ from benchmarks import (
     images,
     job_read,
     long_poll,
+    stack,
     startup,
     styles,
     videos,
@@ -48,6 +49,7 @@ BENCHMARKS: dict[str, Callable[[Options], Section]] = {
     "diffusion_video": diffusion_video.run,
     "chaos": chaos.run,
     "startup": startup.run,
+    "stack": stack.run,
 }
 DOC = REPO / "docs" / "benchmarks.md"
 
