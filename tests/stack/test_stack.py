@@ -31,7 +31,8 @@ from tests.support.http_jobs import create, video_done, wait_done
 from tests.support.styles import site_server
 from tests.support.styles_api import extract
 
-pytestmark = pytest.mark.slow
+# Bounds for a loaded two-core machine: bringing the stack up and down happens inside a test.
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 API = f"http://127.0.0.1:{API_PORT}/v1"
 SECOND_GATEWAY = f"{PROJECT}-gateway-2"
 # Jobs that a killed worker had: enough large ones that one is surely running when it dies.
