@@ -14,6 +14,8 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
+import yaml
+
 from benchmarks.harness import REPO
 
 COMPOSE_FILES = (
@@ -42,17 +44,33 @@ def compose_command() -> list[str]:
     raise RuntimeError("neither `docker compose` nor `docker-compose` is installed")
 
 
+def host_network_config(text: str) -> dict:
+    """The merged configuration (`compose config`), without the published ports of services on
+    the host's network: the engine discards those anyway, but Compose v1 refuses them, and an
+    override cannot remove a base file's list entries there (v2's `!reset` is not v1 YAML)."""
+    config = dict(yaml.safe_load(text))
+    for service in config["services"].values():
+        if service.get("network_mode") == "host":
+            service.pop("ports", None)
+    return config
+
+
+def _run(command: list[str], timeout: float = 600) -> str:
+    done = subprocess.run(command, capture_output=True, text=True, timeout=timeout, check=False)
+    if done.returncode != 0:
+        raise RuntimeError(f"{' '.join(command[-3:])}: {done.stdout}\n{done.stderr}")
+    return done.stdout
+
+
 class ComposeStack:
     def __init__(self, env_file: Path) -> None:
         self.env_file = env_file
-        self.base = [
-            *compose_command(),
-            "--project-name",
-            PROJECT,
-            "--env-file",
-            str(env_file),
-            *(arg for path in COMPOSE_FILES for arg in ("-f", str(path))),
-        ]
+        compose = [*compose_command(), "--project-name", PROJECT, "--env-file", str(env_file)]
+        files = [arg for path in COMPOSE_FILES for arg in ("-f", str(path))]
+        rendered = env_file.with_name("compose.rendered.yaml")
+        rendered.write_text(yaml.safe_dump(host_network_config(_run([*compose, *files, "config"]))))
+        rendered.chmod(0o600)  # it holds the environment file's secrets
+        self.base = [*compose, "-f", str(rendered)]
 
     @staticmethod
     def write_env(env_file: Path) -> None:
@@ -67,12 +85,7 @@ class ComposeStack:
         env_file.chmod(0o600)
 
     def compose(self, *args: str, timeout: float = 600) -> str:
-        done = subprocess.run(
-            [*self.base, *args], capture_output=True, text=True, timeout=timeout, check=False
-        )
-        if done.returncode != 0:
-            raise RuntimeError(f"compose {' '.join(args)}: {done.stdout}\n{done.stderr}")
-        return done.stdout
+        return _run([*self.base, *args], timeout)
 
     def up(self) -> None:
         # Compose waits for each dependency's condition (healthy, completed) before starting
