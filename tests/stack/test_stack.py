@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import json
 import socket
 import subprocess
 import threading
@@ -150,10 +151,7 @@ def test_a_killed_image_worker_loses_nothing_and_charges_once(
     charged = before - credits_of(client)
     assert charged > 0
     worker = stack.container("worker-image")
-    deadline = time.monotonic() + 180
-    while not any(client.get(f"/jobs/{job}").json()["data"]["status"] == "running" for job in jobs):
-        assert time.monotonic() < deadline, "no job started"
-        time.sleep(0.05)
+    wait_running(client, jobs[0])
     started_before = stack.inspect(worker)["State"]["StartedAt"]
     stack_kill(worker)
     # SIGKILL: the worker hands nothing back. Docker counts `docker kill` as a manual stop, which
@@ -166,6 +164,18 @@ def test_a_killed_image_worker_loses_nothing_and_charges_once(
     for job in jobs:
         assert wait_done(client, job)["status"] == "completed"
     assert before - credits_of(client) == charged, "a job was charged twice or refunded"
+
+
+def wait_running(client: httpx.Client, job_id: str) -> None:
+    """Until the job's event stream says it runs (the stream pushes each change)."""
+    with client.stream("GET", f"/jobs/{job_id}/events") as events:
+        for line in events.iter_lines():
+            if line.startswith("data:"):
+                status = json.loads(line.removeprefix("data:"))["data"]["status"]
+                assert status in ("pending", "running"), f"the job ended before the kill: {status}"
+                if status == "running":
+                    return
+    raise AssertionError("the event stream ended before the job ran")
 
 
 def stack_kill(container: str) -> None:
