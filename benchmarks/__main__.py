@@ -24,6 +24,7 @@ from benchmarks import (
     diffusion_video,
     fleet,
     images,
+    job_cost,
     job_read,
     long_poll,
     stack,
@@ -49,6 +50,7 @@ BENCHMARKS: dict[str, Callable[[Options], Section]] = {
     "diffusion_video": diffusion_video.run,
     "chaos": chaos.run,
     "startup": startup.run,
+    "job_cost": job_cost.run,
     "stack": stack.run,
 }
 DOC = REPO / "docs" / "benchmarks.md"

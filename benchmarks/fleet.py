@@ -123,11 +123,11 @@ def fleet(work_dir: Path, gateways: int, workers: int, pipelines: str) -> Iterat
         for deployment in deployments:
             wait_until_ready(deployment.gateway, deployment.port)
         for child in children:
-            _wait_for_log(child, " ready.")
+            wait_for_log(child, " ready.")
         yield Fleet(deployments, children)
 
 
-def _wait_for_log(child: Child, text: str, timeout: float = 120) -> None:
+def wait_for_log(child: Child, text: str, timeout: float = 120) -> None:
     deadline = time.monotonic() + timeout
     while text not in child.log.read_text(errors="replace"):
         child.check_alive()

@@ -6,6 +6,7 @@ a broker URL and a storage URL. Defaults give the embedded mode under the data d
 
 from __future__ import annotations
 
+import ipaddress
 import logging
 from pathlib import Path
 from typing import Literal
@@ -105,11 +106,32 @@ class Settings(BaseSettings):
     # as root, with user namespaces), saying so when not; "required": no rendering without it;
     # "off": never.
     chromium_sandbox: Literal["auto", "required", "off"] = "auto"
-    # The dashboard's session cookie is `Secure` when the browser came over https ("auto"), or
-    # always, or never. Behind a proxy that ends TLS, trust its X-Forwarded-Proto (and, for the
-    # sign-in limit per address, X-Forwarded-For) with `trust_forwarded_headers`.
+    # The dashboard's cookies are `Secure` (and named `__Host-...`) when the browser came over
+    # https ("auto"), or always, or never.
     cookie_secure: Literal["auto", "always", "never"] = "auto"
-    trust_forwarded_headers: bool = False
+    # Comma-separated addresses or CIDRs of the proxies in front of the gateways (a load
+    # balancer, an ingress). From them, and only from them, X-Forwarded-For and
+    # X-Forwarded-Proto count: the client is the rightmost X-Forwarded-For hop that is not one of
+    # them (the one the last trusted proxy saw), for every use of the address (sign-in limits,
+    # logs). Empty: the connection's own peer is the client, whatever the headers say.
+    trusted_proxies: str = ""
+    # A dashboard session ends this long after its sign-in, however often it is used (its
+    # rolling expiry, a week after the last use, never passes it).
+    session_absolute_hours: float = Field(default=30 * 24, gt=0)
+
+    @field_validator("trusted_proxies")
+    @classmethod
+    def _proxies(cls, value: str) -> str:
+        for item in filter(None, (part.strip() for part in value.split(","))):
+            try:
+                ipaddress.ip_network(item)
+            except ValueError:
+                raise ValueError(f"{item!r} is not an IP address or CIDR") from None
+        return value
+
+    @property
+    def trusted_proxy_list(self) -> list[str]:
+        return [part.strip() for part in self.trusted_proxies.split(",") if part.strip()]
 
     @field_validator("public_url", "files_url")
     @classmethod

@@ -13,6 +13,7 @@ from typing import Any
 import orjson
 from sqlalchemy import (
     JSON,
+    BigInteger,
     Boolean,
     DateTime,
     Float,
@@ -173,7 +174,7 @@ class JobRow(Base):
     result: Mapped[dict[str, Any] | None] = mapped_column(JSONType, nullable=True)
     error: Mapped[dict[str, Any] | None] = mapped_column(JSONType, nullable=True)
     parent_job_id: Mapped[str | None] = mapped_column(ForeignKey("jobs.id"), nullable=True)
-    seed: Mapped[int] = mapped_column(Integer, default=0)
+    seed: Mapped[int] = mapped_column(BigInteger, default=0)
     credits_reserved: Mapped[int] = mapped_column(Integer, default=0)
     attempts: Mapped[int] = mapped_column(Integer, default=0)
     progress: Mapped[float] = mapped_column(Float, default=0.0)

@@ -22,6 +22,7 @@ TAGS = [
     {"name": "styles", "description": "Brand styles extracted from websites, and their assets"},
     {"name": "uploads", "description": "Upload images to use as inputs"},
     {"name": "account", "description": "The API key's account"},
+    {"name": "models", "description": "The models this deployment serves (extension)"},
 ]
 ERROR_ENVELOPE = {"$ref": "#/components/schemas/ErrorEnvelope"}
 # Every operation can meet these: a database out of reach answers 503 with `Retry-After`.

@@ -50,6 +50,14 @@ class JobResult(ResponseModel):
     images: list[ResultImage] | None = None
     video: ResultVideo | None = None
     style: ResultStyle | None = None
+    seed: int | None = Field(
+        default=None,
+        description="Extension: the seed an image or video job ran with (the one asked, else "
+        "a random one): the same request with this seed reproduces it (docs/api.md)",
+    )
+    model: str | None = Field(
+        default=None, description="Extension: the model that made the images (GET /v1/models)"
+    )
 
 
 class JobError(ResponseModel):

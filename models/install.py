@@ -173,6 +173,52 @@ def pull(name: str, settings: ModelSettings, replace: bool = False) -> str:
     )
 
 
+def pull_lora(
+    repo: str, base: str, settings: ModelSettings, name: str | None = None, revision: str = "main"
+) -> str:
+    """Download a LoRA adapter (the `.safetensors` of a Hub repository) for the installed
+    model `base` (a registry entry's id) and register it as `[loras.<name>]` (default name: the
+    repository's); the line to print. Raises `PullError`."""
+    registry = settings.registry_file
+    ids = {spec.id for spec in load_registry(registry).specs()} if registry.exists() else set()
+    if base not in ids:
+        installed_ids = ", ".join(sorted(ids)) or "none"
+        raise PullError(
+            f"{repo}: no model {base!r} is installed to take it (installed: {installed_ids})"
+        )
+    adapter_name = name or repo.rsplit("/", 1)[-1]
+    # The hub calls and their errors are the presets'; a LoRA is a preset of one folder.
+    source = Preset(
+        name=adapter_name,
+        operation="generate",
+        speed="fast",
+        summary="",
+        licence="",
+        repo=repo,
+        revision=revision,
+        patterns=("*.safetensors",),
+    )
+    weights = [path for path in _listing(source, settings) if path.endswith(".safetensors")]
+    if not weights:
+        raise PullError(f"{repo}: no .safetensors file at {revision} (not a LoRA repository)")
+    target = settings.directory / "loras" / adapter_name
+    _download(source, settings, target)
+    document = _read_document(registry)
+    if "loras" not in document:
+        document.add(tomlkit.nl())
+        document["loras"] = tomlkit.table(is_super_table=True)
+    table = tomlkit.table()
+    table["model"] = repo
+    table["folder"] = str(target.resolve())
+    if len(weights) == 1:
+        table["weight_name"] = weights[0]
+    table["bases"] = [base]
+    loras: Any = document["loras"]
+    loras[adapter_name] = table
+    _write_document(registry, document)
+    return f"{adapter_name}: LoRA for {base} from {repo}, in {target} (registry {registry})"
+
+
 def _preset(name: str) -> Preset:
     try:
         return preset_named(name)

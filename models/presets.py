@@ -36,6 +36,9 @@ class Preset:
     smallest_gpu: str = ""
     gated: bool = False
     offload: str = "none"
+    # What a create may ask (`steps`, `guidance`); None: the family's ranges.
+    steps_range: tuple[int, int] | None = None
+    guidance_range: tuple[float, float] | None = None
     options: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -62,6 +65,10 @@ class Preset:
         entry |= {"batch_limit": self.batch_limit, "memory_gb": self.memory_gb}
         if self.offload != "none":
             entry["offload"] = self.offload
+        if self.steps_range:
+            entry["steps_range"] = list(self.steps_range)
+        if self.guidance_range:
+            entry["guidance_range"] = list(self.guidance_range)
         if self.options:
             entry["options"] = dict(self.options)
         return entry
@@ -123,6 +130,9 @@ PRESETS: tuple[Preset, ...] = (
         memory_gb=3.1,
         download_gb=2.6,
         smallest_gpu="4 GB at batch 1, tight (6 GB for batch 4), or a CPU",
+        # A distilled model: guidance off, and more steps do not help.
+        steps_range=(1, 4),
+        guidance_range=(0.0, 0.0),
         options={"steps": {"low": 1, "medium": 2, "high": 4}, "guidance": 0.0, "resolution": 512},
     ),
     Preset(
@@ -158,6 +168,8 @@ PRESETS: tuple[Preset, ...] = (
         memory_gb=34.0,
         download_gb=33.7,
         smallest_gpu="40 GB (24 GB with offload, slower)",
+        steps_range=(1, 4),
+        guidance_range=(0.0, 0.0),
         options={"steps": {"low": 2, "medium": 4, "high": 4}, "guidance": 0.0},
     ),
     Preset(

@@ -8,6 +8,7 @@ nothing is downloaded. The pictures are noise; the code path is the real one.
 
     sd15/        StableDiffusionPipeline (generate; reframe via from_pipe -> inpainting)
     ip-adapter/  an IP-Adapter for sd15 (`ip_adapter = { folder = "ip-adapter", ... }`)
+    tiny-lora/   a LoRA adapter for sd15's UNet, random (not zero) weights (`[loras.tiny-lora]`)
     pix2pix/     StableDiffusionInstructPix2PixPipeline (edit: an 8-channel UNet)
     upscaler/    StableDiffusionUpscalePipeline (upscale: a 7-channel UNet, x4 VAE)
 
@@ -179,6 +180,33 @@ def write_ip_adapter(unet: Any, folder: Path) -> None:
     ).save_pretrained(str(folder / "image_encoder"))
 
 
+def write_tiny_lora(unet: Any, folder: Path) -> None:
+    """A LoRA adapter of `unet`'s attention projections, saved as diffusers saves one
+    (`pytorch_lora_weights.safetensors`). peft starts an adapter's up-projections at zero (no
+    effect); here they are random, so the adapter visibly changes what the model makes."""
+    import copy
+
+    import torch
+    from diffusers import StableDiffusionPipeline
+    from peft import LoraConfig
+    from peft.utils import get_peft_model_state_dict
+
+    adapted = copy.deepcopy(unet)
+    adapted.add_adapter(
+        LoraConfig(r=4, lora_alpha=4, target_modules=["to_q", "to_k", "to_v", "to_out.0"])
+    )
+    generator = torch.Generator().manual_seed(5)
+    with torch.no_grad():
+        for name, parameter in adapted.named_parameters():
+            if "lora_B" in name:
+                parameter.copy_(torch.randn(parameter.shape, generator=generator) * 0.5)
+    StableDiffusionPipeline.save_lora_weights(
+        str(folder),
+        unet_lora_layers=get_peft_model_state_dict(adapted),
+        safe_serialization=True,
+    )
+
+
 def _save(pipeline: Any, folder: Path) -> None:
     pipeline.save_pretrained(str(folder), safe_serialization=True)
 
@@ -269,6 +297,7 @@ def build_tiny_models(folder: Path, generate_steps: int = 2) -> Path:
     )
     _save(sd_pipeline(tokenizer, unet, _vae(), scheduler), folder / "sd15")
     write_ip_adapter(unet, folder / "ip-adapter")
+    write_tiny_lora(unet, folder / "tiny-lora")
     torch.manual_seed(1)
     _save(pix2pix_pipeline(tokenizer, _vae()), folder / "pix2pix")
     torch.manual_seed(2)
@@ -396,4 +425,9 @@ steps = 1
 guidance = 1.0
 tile = 128
 overlap = 16
+
+[loras.tiny-lora]
+model = "sfumato/tiny-lora"
+folder = "tiny-lora"
+bases = ["sd15"]
 """

@@ -60,7 +60,17 @@ class StyleHints:
 
 
 @dataclass(frozen=True)
+class Adapter:
+    """A LoRA adapter to apply (installed for the model), at `scale`."""
+
+    name: str
+    scale: float = 1.0
+
+
+@dataclass(frozen=True)
 class GenerateInput:
+    """Image `i` of `variations` uses its own seed, derived from `seed` (docs/api.md)."""
+
     prompt: str
     width: int
     height: int
@@ -69,6 +79,12 @@ class GenerateInput:
     seed: int = 0
     references: tuple[Image.Image, ...] = ()
     style: StyleHints | None = None
+    # Steering (None: the model's defaults for `quality`); a pipeline that cannot use one of
+    # these says so in its notes.
+    negative_prompt: str | None = None
+    steps: int | None = None
+    guidance: float | None = None
+    adapters: tuple[Adapter, ...] = ()
 
 
 @dataclass
@@ -93,6 +109,12 @@ class EditInput:
     seed: int = 0
     references: tuple[Image.Image, ...] = ()
     style: StyleHints | None = None
+    negative_prompt: str | None = None
+    steps: int | None = None
+    guidance: float | None = None
+    adapters: tuple[Adapter, ...] = ()
+    # The area to change, the source's size: white (255) changes, black keeps.
+    mask: Image.Image | None = None
 
 
 @runtime_checkable

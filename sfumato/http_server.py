@@ -144,6 +144,9 @@ def server_config(
         limit_concurrency=settings.max_concurrency,
         timeout_graceful_shutdown=10,
         access_log=False,
+        # X-Forwarded-* count only from SFUMATO_TRUSTED_PROXIES, in the app (gateway/app.py);
+        # uvicorn's own default trusts them from 127.0.0.1.
+        proxy_headers=False,
     )
 
 

@@ -97,7 +97,7 @@ class JobRunner:
         if job.queue != Queue.VIDEO:
             images = self.operations.run_image(job, control)
             keeper.progress(STORING, "storing")
-            return self.store.images(job, images)
+            return self.store.images(job, images, self.operations.model_of(job))
         # A video pipeline writes its clip into a folder of its own (an image one needs none:
         # making and removing it was a tenth of a small image job).
         with tempfile.TemporaryDirectory(prefix="sfumato-job-") as scratch:

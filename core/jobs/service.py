@@ -60,6 +60,8 @@ class NewJob:
     inputs: dict[str, Any]
     price: int
     parent_job_id: str | None = None
+    # The seed the create asked for; None: a random one (the job reports it either way).
+    seed: int | None = None
 
 
 @dataclass(frozen=True)
@@ -203,7 +205,7 @@ def insert_pending(
                 status=JobStatus.PENDING,
                 inputs=new.inputs,
                 parent_job_id=new.parent_job_id,
-                seed=secrets.randbits(31),
+                seed=secrets.randbits(31) if new.seed is None else new.seed,
                 credits_reserved=new.price,
                 created_at=moment,
             ),

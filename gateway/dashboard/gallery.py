@@ -75,6 +75,9 @@ class JobCard:
     images: list[ImageView] = field(default_factory=list)
     video: VideoView | None = None
     style_id: str | None = None
+    # What the job ran with, to reproduce it ("Reuse this seed").
+    seed: int | None = None
+    model: str | None = None
 
     @property
     def percent(self) -> int:
@@ -134,7 +137,10 @@ class Gallery:
                 error=(job.error or {}).get("message") if job.status == JobStatus.FAILED else None,
             )
             result = results.get(job.id)
+            if isinstance(result, ImagesResult | VideoResult):
+                card.seed = result.seed
             if isinstance(result, ImagesResult):
+                card.model = result.model
                 card.images = [
                     ImageView(
                         id=image.id,

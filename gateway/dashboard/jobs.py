@@ -20,6 +20,7 @@ from gateway.dashboard.web import (
     PostedDep,
     error_page,
     see_other,
+    spend,
 )
 from gateway.dependencies import url_signer_for
 from gateway.jobs.events import JobEventStream, is_repeat_of_terminal
@@ -140,6 +141,7 @@ async def job_progress(page: PageDep, job_id: str) -> Response:
 
 @router.post("/jobs/{job_id}/cancel")
 def cancel_job(page: PostedDep, job_id: str) -> Response:
+    spend(page, "POST", f"/v1/jobs/{job_id}/cancel")
     job = page.runtime.lifecycle.cancel(page.user.account_id, job_id)
     if job is None:
         return _not_found(page)

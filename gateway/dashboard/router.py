@@ -7,6 +7,7 @@ from fastapi import APIRouter, FastAPI, Response
 from fastapi.staticfiles import StaticFiles
 
 from gateway.dashboard import admin, auth, create, jobs, keys, styles, uploads, usage
+from gateway.dashboard.headers import DashboardHeadersMiddleware
 from gateway.dashboard.web import PREFIX, STATIC_DIR, see_other
 
 
@@ -22,3 +23,4 @@ def install_dashboard(app: FastAPI) -> None:
         router.include_router(module.router)
     app.include_router(router)
     app.mount(f"{PREFIX}/static", StaticFiles(directory=STATIC_DIR), name="dashboard-static")
+    app.add_middleware(DashboardHeadersMiddleware, prefix=PREFIX)

@@ -72,7 +72,7 @@ class JobPresenter:
 
     def _result(self, result: StoredResult) -> dict[str, Any]:
         if isinstance(result, ImagesResult):
-            return {
+            images: dict[str, Any] = {
                 "images": [
                     {
                         "id": image.id,
@@ -83,10 +83,16 @@ class JobPresenter:
                     for image in result.images
                 ]
             }
+            # Results stored before seeds were reported have none.
+            if result.seed is not None:
+                images["seed"] = result.seed
+            if result.model is not None:
+                images["model"] = result.model
+            return images
         if isinstance(result, VideoResult):
             video = result.video
             poster = video.thumbnail_key
-            return {
+            clip: dict[str, Any] = {
                 "video": {
                     "id": video.id,
                     "url": self.signer.url(video.key),
@@ -96,6 +102,9 @@ class JobPresenter:
                     "height": video.height,
                 }
             }
+            if result.seed is not None:
+                clip["seed"] = result.seed
+            return clip
         return {"style": {"id": result.style.id}}
 
 

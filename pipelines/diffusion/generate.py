@@ -14,7 +14,14 @@ from PIL import Image
 
 from pipelines.base import GenerateInput, ImageOutput
 from pipelines.diffusion.brand_style import palette_image, style_prompt
-from pipelines.diffusion.image_pipeline import BatchProgress, Call, DiffusionPipeline, Slot
+from pipelines.diffusion.image_pipeline import (
+    BatchProgress,
+    Call,
+    DiffusionPipeline,
+    Slot,
+    negative_prompt_notes,
+    seed_of_image,
+)
 from pipelines.diffusion.presets import exact_size, native_size, quality_settings, size_multiple
 from pipelines.media.framing import cover
 
@@ -45,16 +52,17 @@ class DiffusionGenerate(DiffusionPipeline[GenerateInput]):
         return (
             inputs.width,
             inputs.height,
-            quality_settings(self.spec, inputs.quality),
+            quality_settings(self.spec, inputs.quality, inputs.steps, inputs.guidance),
             init[1] if init else None,
+            inputs.adapters,
         )
 
     def batch_weight(self, inputs: GenerateInput) -> int:
         return inputs.variations
 
     def execute(self, inputs: list[GenerateInput], progress: BatchProgress) -> list[ImageOutput]:
-        first = inputs[0]  # batch members share size, quality and kind of start
-        steps, guidance = quality_settings(self.spec, first.quality)
+        first = inputs[0]  # batch members share size, steps, guidance, adapters, kind of start
+        steps, guidance = quality_settings(self.spec, first.quality, first.steps, first.guidance)
         init = self._init_image(first)
         task = IMAGE_TO_IMAGE if init else TEXT_TO_IMAGE
         with self.cache.pipeline_for(self.spec, task) as pipe:
@@ -65,14 +73,21 @@ class DiffusionGenerate(DiffusionPipeline[GenerateInput]):
             arguments["strength"] = init[1]
         else:
             arguments |= {"width": width, "height": height}
-        call = Call(task, arguments)
+        call = Call(task, arguments, adapters=first.adapters)
         for member, job in enumerate(inputs):
             prompt = style_prompt(job.prompt, job.style)
             start = self._start_image(job, init, width, height)
             reference = job.references[0] if job.references and not init else None
             for variation in range(job.variations):
                 call.slots.append(
-                    Slot(member, prompt, job.seed + variation, start, reference=reference)
+                    Slot(
+                        member,
+                        prompt,
+                        seed_of_image(job.seed, variation),
+                        job.negative_prompt,
+                        start,
+                        reference=reference,
+                    )
                 )
         images = self.run_call(call, progress)
         outputs: list[ImageOutput] = []
@@ -83,6 +98,10 @@ class DiffusionGenerate(DiffusionPipeline[GenerateInput]):
                 if slot.member == member
             ]
             notes = [f"{self.spec.model}: {steps} steps at {width}x{height}, seed {job.seed}"]
+            if job.guidance is not None:
+                notes.append(f"guidance {guidance:g}")
+            notes += negative_prompt_notes(job.negative_prompt, guidance)
+            notes += [f"LoRA {a.name} at scale {a.scale:g}" for a in job.adapters]
             if init:
                 notes.append(f"started from the {init[0]} at strength {init[1]:g}")
             elif job.references:

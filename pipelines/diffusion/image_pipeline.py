@@ -17,9 +17,9 @@ from typing import Any, Generic, TypeVar
 from PIL import Image
 
 from models.cache import ModelCache, shared_cache
-from models.registry import ModelSpec, find_registry
+from models.registry import AdapterSpec, ModelSpec, find_registry
 from models.settings import ModelSettings
-from pipelines.base import Cancelled, ImageOutput, JobControl, OutOfDeviceMemory
+from pipelines.base import Adapter, Cancelled, ImageOutput, JobControl, OutOfDeviceMemory
 from pipelines.diffusion.device import generator_for, is_out_of_memory
 
 log = logging.getLogger(__name__)
@@ -28,7 +28,13 @@ InputT = TypeVar("InputT")
 
 # Arguments the operations pass where the class takes them; other families' classes lack some
 # (FLUX has no image_guidance_scale, FLUX Fill no strength) and are called without them.
-OPTIONAL_ARGUMENTS = {"strength", "image_guidance_scale", "guidance_scale", "noise_level"}
+OPTIONAL_ARGUMENTS = {
+    "strength",
+    "image_guidance_scale",
+    "guidance_scale",
+    "noise_level",
+    "negative_prompt",
+}
 
 
 @dataclass
@@ -38,6 +44,7 @@ class Slot:
     member: int
     prompt: str
     seed: int
+    negative_prompt: str | None = None
     image: Image.Image | None = None
     mask: Image.Image | None = None
     # The image an IP-Adapter conditions this slot on (only when the weights have one).
@@ -51,6 +58,8 @@ class Call:
     task: str | None
     arguments: dict[str, Any]
     slots: list[Slot] = field(default_factory=list)
+    # The LoRA adapters every slot of the call applies (batches share them).
+    adapters: tuple[Adapter, ...] = ()
 
 
 class BatchProgress:
@@ -85,6 +94,19 @@ class BatchProgress:
             raise Cancelled()
 
 
+def seed_of_image(seed: int, index: int) -> int:
+    """The seed of image `index` of a job's variations (docs/api.md): the next seeds, wrapping
+    within 0..2**32-1, so image i of seed s is image 0 of seed s + i."""
+    return (seed + index) % 2**32
+
+
+def negative_prompt_notes(negative_prompt: str | None, guidance: float) -> list[str]:
+    """What a pipeline says of a negative prompt it was given but that cannot act."""
+    if negative_prompt and guidance <= 1:
+        return [f"the negative prompt has no effect at guidance {guidance:g} (it needs > 1)"]
+    return []
+
+
 class DiffusionPipeline(Generic[InputT]):
     """Base of the diffusion pipelines: reads the operation's registry entry, loads it at
     construction (a missing model fails the worker's start, not the first job), and runs
@@ -97,9 +119,16 @@ class DiffusionPipeline(Generic[InputT]):
         spec: ModelSpec | None = None,
         cache: ModelCache | None = None,
         models: ModelSettings | None = None,
+        adapters: tuple[AdapterSpec, ...] = (),
     ) -> None:
         models = models or ModelSettings()
-        self.spec = spec or find_registry(models).spec(self.operation)
+        if spec is None:
+            registry = find_registry(models)
+            spec = registry.spec(self.operation)
+            adapters = tuple(registry.adapters_for(spec.id))
+        self.spec = spec
+        # The LoRA adapters installed for this model, loaded into its weights on first use.
+        self.adapters = {adapter.name: adapter for adapter in adapters}
         self.cache = cache or shared_cache(models)
         self.cache.ensure(self.spec, self.tasks())
         # Called with the number of images of every pipeline call (metrics, benchmarks, tests).
@@ -173,8 +202,12 @@ class DiffusionPipeline(Generic[InputT]):
 
     def _attempt(self, call: Call, slots: list[Slot], progress: BatchProgress) -> list[Image.Image]:
         with self.cache.pipeline_for(self.spec, call.task) as pipe:
+            self._apply_adapters(pipe, call.adapters)
             arguments = dict(call.arguments)
             arguments["prompt"] = [slot.prompt for slot in slots]
+            if any(slot.negative_prompt for slot in slots):
+                # "" is what diffusers uses for a slot without one (the unconditional prompt).
+                arguments["negative_prompt"] = [slot.negative_prompt or "" for slot in slots]
             arguments["generator"] = [generator_for(slot.seed, self.cache.device) for slot in slots]
             if any(slot.image is not None for slot in slots):
                 arguments["image"] = [slot.image for slot in slots]
@@ -207,6 +240,28 @@ class DiffusionPipeline(Generic[InputT]):
                 listener(len(slots))
             return list(self.invoke(pipe, arguments).images)
 
+    def _apply_adapters(self, pipe: Any, adapters: tuple[Adapter, ...]) -> None:
+        """Make `adapters` (at their scales) the active LoRA of these weights, and none other:
+        each is loaded into the weights once (the twins made with `from_pipe` share them) and
+        kept while the weights stay in the cache; a call without adapters turns them off."""
+        loaded = _loaded_adapters(pipe)
+        if not adapters:
+            if loaded:
+                pipe.disable_lora()
+            return
+        for adapter in adapters:
+            if adapter.name not in loaded:
+                spec = self.adapters[adapter.name]
+                log.info("loading the LoRA adapter %s into %s", adapter.name, self.spec.id)
+                pipe.load_lora_weights(
+                    str(spec.folder), weight_name=spec.weight_name, adapter_name=adapter.name
+                )
+        pipe.enable_lora()
+        pipe.set_adapters(
+            [adapter.name for adapter in adapters],
+            adapter_weights=[adapter.scale for adapter in adapters],
+        )
+
     def _ip_adapter_embeds(self, pipe: Any, slots: list[Slot], guidance: bool) -> list[Any]:
         """Image embeddings for weights with an IP-Adapter: of the call's reference (diffusers
         repeats one image's embeddings over the batch, so a call has one reference: jobs with
@@ -231,6 +286,13 @@ class DiffusionPipeline(Generic[InputT]):
     def invoke(self, pipe: Any, arguments: dict[str, Any]) -> Any:
         """The diffusers call itself (tests override it to simulate running out of memory)."""
         return pipe(**arguments)
+
+
+def _loaded_adapters(pipe: Any) -> set[str]:
+    """The LoRA adapters loaded into these weights (none for a class without LoRA support)."""
+    if not hasattr(pipe, "get_list_adapters"):
+        return set()
+    return {name for names in pipe.get_list_adapters().values() for name in names}
 
 
 def has_ip_adapter(pipe: Any) -> bool:

@@ -17,6 +17,45 @@ AudioOption = Annotated[
 NegativePromptOption = Annotated[
     str | None, typer.Option("--negative-prompt", help="What the motion should avoid.")
 ]
+SeedOption = Annotated[
+    int | None,
+    typer.Option(help="The noise seed, 0 to 4294967295 (default random; printed when done)."),
+]
+NegativeOption = Annotated[
+    str | None, typer.Option("--negative", help="What the picture should not show.")
+]
+StepsOption = Annotated[
+    int | None, typer.Option(help="Denoising steps, within the model's range (GET /v1/models).")
+]
+GuidanceOption = Annotated[
+    float | None, typer.Option(help="Guidance (CFG) scale, within the model's range.")
+]
+ModelOption = Annotated[
+    str | None, typer.Option(help="The model to run (default: the operation's default).")
+]
+LoraOption = Annotated[
+    list[str] | None,
+    typer.Option(help="A LoRA adapter as NAME or NAME:SCALE (scale 0 to 2); up to 4."),
+]
+
+
+def adapters(values: list[str] | None) -> list[str | tuple[str, float]] | None:
+    """`--lora NAME[:SCALE]` values as the client takes them."""
+    if not values:
+        return None
+    parsed: list[str | tuple[str, float]] = []
+    for value in values:
+        name, separator, scale = value.rpartition(":")
+        if not separator:
+            parsed.append(value)
+            continue
+        try:
+            parsed.append((name, float(scale)))
+        except ValueError:
+            raise typer.BadParameter(f"{value!r}: the scale after ':' must be a number") from None
+    return parsed
+
+
 VideoResolutionOption = Annotated[
     str | None,
     typer.Option(
@@ -51,11 +90,18 @@ def generate(
         list[str] | None,
         typer.Option(help="A reference image: a local file (uploaded first), URL or id."),
     ] = None,
+    seed: SeedOption = None,
+    negative: NegativeOption = None,
+    steps: StepsOption = None,
+    guidance: GuidanceOption = None,
+    model: ModelOption = None,
+    lora: LoraOption = None,
     output: OutputOption = CURRENT_DIRECTORY,
     api_url: ApiUrlOption = None,
     api_key: ApiKeyOption = None,
 ) -> None:
     """Generate images from a prompt and save them."""
+    loras = adapters(lora)
     with connected(api_url, api_key) as client:
         job = client.images.generate(
             prompt,
@@ -65,6 +111,12 @@ def generate(
             style_id=style,
             references=ref or None,
             variations=variations,
+            seed=seed,
+            negative_prompt=negative,
+            steps=steps,
+            guidance=guidance,
+            model=model,
+            loras=loras,
         )
         finish(client, job, output)
 
@@ -77,13 +129,39 @@ def edit(
         typer.Option(help="A reference image: a local file (uploaded first), URL or id."),
     ] = None,
     style: Annotated[str | None, typer.Option(help="A saved style's id.")] = None,
+    mask: Annotated[
+        str | None,
+        typer.Option(
+            help="Change only the white of this mask (the image's size): a local file "
+            "(uploaded first), URL or id."
+        ),
+    ] = None,
+    seed: SeedOption = None,
+    negative: NegativeOption = None,
+    steps: StepsOption = None,
+    guidance: GuidanceOption = None,
+    model: ModelOption = None,
+    lora: LoraOption = None,
     output: OutputOption = CURRENT_DIRECTORY,
     api_url: ApiUrlOption = None,
     api_key: ApiKeyOption = None,
 ) -> None:
     """Edit a prior image (a job id or an image id) with a prompt."""
+    loras = adapters(lora)
     with connected(api_url, api_key) as client:
-        job = client.images.edit(image_id, prompt, references=ref or None, style_id=style)
+        job = client.images.edit(
+            image_id,
+            prompt,
+            references=ref or None,
+            style_id=style,
+            seed=seed,
+            negative_prompt=negative,
+            steps=steps,
+            guidance=guidance,
+            model=model,
+            loras=loras,
+            mask=mask,
+        )
         finish(client, job, output)
 
 
@@ -99,13 +177,14 @@ def reframe(
             help="1K, 2K or 4K (default 1K).", callback=choice("ImageResolution", "--resolution")
         ),
     ] = None,
+    seed: SeedOption = None,
     output: OutputOption = CURRENT_DIRECTORY,
     api_url: ApiUrlOption = None,
     api_key: ApiKeyOption = None,
 ) -> None:
     """Reframe a prior image to another aspect ratio."""
     with connected(api_url, api_key) as client:
-        finish(client, client.images.resize(image_id, ratio, resolution), output)
+        finish(client, client.images.resize(image_id, ratio, resolution, seed=seed), output)
 
 
 def upscale(
@@ -113,13 +192,14 @@ def upscale(
     resolution: Annotated[
         str, typer.Option(help="1K, 2K or 4K.", callback=choice("ImageResolution", "--resolution"))
     ],
+    seed: SeedOption = None,
     output: OutputOption = CURRENT_DIRECTORY,
     api_url: ApiUrlOption = None,
     api_key: ApiKeyOption = None,
 ) -> None:
     """Upscale a prior image."""
     with connected(api_url, api_key) as client:
-        finish(client, client.images.upscale(image_id, resolution), output)
+        finish(client, client.images.upscale(image_id, resolution, seed=seed), output)
 
 
 def animate(
@@ -129,6 +209,7 @@ def animate(
     resolution: VideoResolutionOption = None,
     audio: AudioOption = True,
     negative_prompt: NegativePromptOption = None,
+    seed: SeedOption = None,
     output: OutputOption = CURRENT_DIRECTORY,
     api_url: ApiUrlOption = None,
     api_key: ApiKeyOption = None,
@@ -142,6 +223,7 @@ def animate(
             resolution=resolution,
             audio=audio,
             negative_prompt=negative_prompt,
+            seed=seed,
         )
         finish(client, job, output)
 
@@ -161,6 +243,7 @@ def transition(
     resolution: VideoResolutionOption = None,
     audio: AudioOption = True,
     negative_prompt: NegativePromptOption = None,
+    seed: SeedOption = None,
     output: OutputOption = CURRENT_DIRECTORY,
     api_url: ApiUrlOption = None,
     api_key: ApiKeyOption = None,
@@ -176,6 +259,7 @@ def transition(
             resolution=resolution,
             audio=audio,
             negative_prompt=negative_prompt,
+            seed=seed,
         )
         finish(client, job, output)
 

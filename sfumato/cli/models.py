@@ -80,21 +80,43 @@ def _installed(settings: ModelSettings) -> list[Installed]:
 
 @models_app.command("pull")
 def models_pull(
-    presets: Annotated[list[str], typer.Argument(help="Preset names (`sfumato models presets`).")],
+    presets: Annotated[
+        list[str],
+        typer.Argument(
+            help="Preset names (`sfumato models presets`), or with --lora repositories."
+        ),
+    ],
     directory: DirOption = None,
     replace: Annotated[
         bool, typer.Option("--replace", help="Also replace a hand-written entry of the operation.")
     ] = False,
+    lora: Annotated[
+        bool,
+        typer.Option(
+            "--lora", help="The arguments are Hub repositories of LoRA adapters for --base."
+        ),
+    ] = False,
+    base: Annotated[
+        str | None,
+        typer.Option(help="With --lora: the installed model (id) the adapters fit."),
+    ] = None,
 ) -> None:
     """Download presets into the models directory and register them (resumable: run it again
-    after an interruption). HF_TOKEN for gated models; HF_ENDPOINT for a mirror."""
-    from models.install import PullError, pull
+    after an interruption); with --lora, LoRA adapters for an installed model. HF_TOKEN for
+    gated models; HF_ENDPOINT for a mirror."""
+    from models.install import PullError, pull, pull_lora
 
+    if lora and base is None:
+        fail("--lora needs --base: the installed model the adapters fit")
     settings = _settings(directory)
     failed = False
     for name in presets:
         try:
-            typer.echo(pull(name, settings, replace=replace))
+            if lora:
+                assert base is not None
+                typer.echo(pull_lora(name, base, settings))
+            else:
+                typer.echo(pull(name, settings, replace=replace))
         except PullError as error:
             typer.echo(f"error: {error}", err=True)
             failed = True

@@ -154,5 +154,8 @@ def interrupted(client: Client, job: Job) -> NoReturn:
 def finish(client: Client, job: Job, output: Path) -> None:
     """Follows a generation to its end and writes its images or video under `output`."""
     done = follow(client, job)
+    if done.result is not None and done.result.seed is not None:
+        # On standard error: standard output stays the files written.
+        err().print(f"seed {done.result.seed} (the same command with --seed remakes it)")
     for path in done.download(output):
         typer.echo(str(path))

@@ -139,7 +139,7 @@ OPERATION_IDS = {
 
 def test_operations_are_named_and_tagged_for_code_generators(document: dict) -> None:
     assert [tag["name"] for tag in document["tags"]] == [
-        "images", "videos", "jobs", "styles", "uploads", "account"
+        "images", "videos", "jobs", "styles", "uploads", "account", "models"
     ]  # fmt: skip
     assert document["servers"] == [{"url": "/", "description": ANY}]
     names = {

@@ -37,6 +37,8 @@ RESPONSES: dict[str, type[BaseModel]] = {
     "AccountView": models.Account,
     "PlanRef": models.Plan,
     "PlanLimits": models.PlanLimits,
+    "ServedModelView": models.ServedModel,
+    "SettingRange": models.SettingRange,
 }
 # Served request body -> the client model that writes it.
 REQUESTS: dict[str, type[BaseModel]] = {
@@ -50,6 +52,7 @@ REQUESTS: dict[str, type[BaseModel]] = {
     "SearchRequest": models.SearchRequest,
     "LinkAssetsRequest": models.LinkAssetsRequest,
     "PresignRequest": models.PresignRequest,
+    "Adapter": models.Adapter,
 }
 # Wrappers the client unwraps (`data`, and `nextCursor` that its iterators follow).
 ENVELOPES = {
@@ -63,6 +66,7 @@ ENVELOPES = {
     "PresignEnvelope": {"data"},
     "UploadEnvelope": {"data"},
     "AccountEnvelope": {"data"},
+    "ModelList": {"data"},
     "ErrorEnvelope": {"error"},
 }
 

@@ -86,7 +86,10 @@ class ThreadedServer:
     def __init__(self, app: Any) -> None:
         self.port = free_port()
         self.server = GatewayServer(
-            uvicorn.Config(app, host="127.0.0.1", port=self.port, log_level="warning"),
+            # As sfumato/http_server.py: forwarded headers count only by the app's settings.
+            uvicorn.Config(
+                app, host="127.0.0.1", port=self.port, log_level="warning", proxy_headers=False
+            ),
             app.state.gateway,
         )
         self.thread = threading.Thread(target=self.server.run, daemon=True)

@@ -4,6 +4,17 @@
   const prefix = "/dashboard";
   const csrf = () => (document.querySelector("main[data-csrf]") || {}).dataset?.csrf || "";
 
+  // A style's colours and type specimens, which the page names in data attributes: its
+  // Content-Security-Policy allows no inline style, and styles set from here are not inline.
+  document.querySelectorAll("[data-background]").forEach((element) => {
+    element.style.background = element.dataset.background;
+  });
+  document.querySelectorAll("[data-font-family]").forEach((element) => {
+    element.style.fontFamily = element.dataset.fontFamily;
+    element.style.fontWeight = element.dataset.fontWeight;
+    element.style.textTransform = element.dataset.textTransform;
+  });
+
   // Copy buttons (the new key's plaintext).
   document.addEventListener("click", async (event) => {
     const button = event.target.closest("[data-copy]");

@@ -180,6 +180,8 @@ class BuiltinGenerate:
                 f"look taken from {len(inputs.references)} reference image(s) by style transfer"
             )
         log_peak_memory(log, "generate", inputs.width, inputs.height)
+        if inputs.negative_prompt:
+            notes.append("the builtin painter does not use a negative prompt")
         return ImageOutput(images=images, notes=notes)
 
     @staticmethod

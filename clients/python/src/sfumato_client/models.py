@@ -58,6 +58,10 @@ class JobResult(APIModel):
     images: list[ResultImage] | None = None
     video: ResultVideo | None = None
     style: ResultStyle | None = None
+    # Extensions: the seed an image or video job ran with (the same request with it remakes
+    # the job), and the model that made the images.
+    seed: int | None = None
+    model: str | None = None
 
 
 class JobError(APIModel):
@@ -175,6 +179,31 @@ class Upload(APIModel):
     height: int
 
 
+# Models (extension)
+
+
+class SettingRange(APIModel):
+    min: float
+    max: float
+    # What the model runs at medium quality.
+    default: float | None = None
+
+
+class ServedModel(APIModel):
+    """A model the deployment serves for one operation (`GET /v1/models`)."""
+
+    id: str
+    operation: str
+    kind: str
+    default: bool
+    licence: str
+    steps: SettingRange | None = None
+    guidance: SettingRange | None = None
+    negative_prompt: bool
+    loras: list[str]
+    mask: bool
+
+
 class PlanLimits(APIModel):
     video: bool
     max_inflight_images: int
@@ -201,6 +230,13 @@ class Account(APIModel):
 # Request bodies
 
 
+class Adapter(RequestBody):
+    """A LoRA adapter installed for the model (`ServedModel.loras`), at `scale` 0..2."""
+
+    name: str
+    scale: float | None = None
+
+
 class GenerateRequest(RequestBody):
     prompt: str
     aspect_ratio: str | None = None
@@ -209,6 +245,12 @@ class GenerateRequest(RequestBody):
     style_id: str | None = None
     references: list[str] | None = None
     variations: int | None = None
+    seed: int | None = None
+    negative_prompt: str | None = None
+    steps: int | None = None
+    guidance: float | None = None
+    model: str | None = None
+    loras: list[Adapter] | None = None
 
 
 class EditRequest(RequestBody):
@@ -216,17 +258,26 @@ class EditRequest(RequestBody):
     prompt: str
     style_id: str | None = None
     references: list[str] | None = None
+    seed: int | None = None
+    negative_prompt: str | None = None
+    steps: int | None = None
+    guidance: float | None = None
+    model: str | None = None
+    loras: list[Adapter] | None = None
+    mask: str | None = None
 
 
 class ResizeRequest(RequestBody):
     image_id: str
     aspect_ratio: str
     resolution: str | None = None
+    seed: int | None = None
 
 
 class UpscaleRequest(RequestBody):
     image_id: str
     resolution: str
+    seed: int | None = None
 
 
 class ImageToVideoRequest(RequestBody):
@@ -236,6 +287,7 @@ class ImageToVideoRequest(RequestBody):
     resolution: str | None = None
     audio: bool | None = None
     negative_prompt: str | None = None
+    seed: int | None = None
 
 
 class FramesRequest(RequestBody):
@@ -247,6 +299,7 @@ class FramesRequest(RequestBody):
     resolution: str | None = None
     audio: bool | None = None
     negative_prompt: str | None = None
+    seed: int | None = None
 
 
 class ExtractRequest(RequestBody):

@@ -7,6 +7,7 @@ from types import TracebackType
 from sfumato_client._async.account import AsyncAccount
 from sfumato_client._async.images import AsyncImages
 from sfumato_client._async.jobs import AsyncJobs
+from sfumato_client._async.models import AsyncModels
 from sfumato_client._async.styles import AsyncStyles
 from sfumato_client._async.transport import AsyncTransport
 from sfumato_client._async.uploads import AsyncUploads
@@ -35,6 +36,7 @@ class AsyncClient:
         self.videos = AsyncVideos(self._transport, self.jobs, self.uploads)
         self.styles = AsyncStyles(self._transport, self.jobs, self.uploads)
         self.account = AsyncAccount(self._transport)
+        self.models = AsyncModels(self._transport)
 
     async def close(self) -> None:
         await self._transport.close()

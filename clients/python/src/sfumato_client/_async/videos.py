@@ -18,6 +18,7 @@ class AsyncVideos(AsyncCreates):
         resolution: str | None = None,
         audio: bool | None = None,
         negative_prompt: str | None = None,
+        seed: int | None = None,
     ) -> AsyncJob:
         """Animates one image (a local file is uploaded first); the clip takes its ratio."""
         body = ImageToVideoRequest(
@@ -27,6 +28,7 @@ class AsyncVideos(AsyncCreates):
             resolution=resolution,
             audio=audio,
             negative_prompt=negative_prompt,
+            seed=seed,
         )
         return await self._create("/videos/image-to-video", body)
 
@@ -41,6 +43,7 @@ class AsyncVideos(AsyncCreates):
         resolution: str | None = None,
         audio: bool | None = None,
         negative_prompt: str | None = None,
+        seed: int | None = None,
     ) -> AsyncJob:
         """A transition from `start_image` to `end_image` (local files uploaded first)."""
         body = FramesRequest(
@@ -52,6 +55,7 @@ class AsyncVideos(AsyncCreates):
             resolution=resolution,
             audio=audio,
             negative_prompt=negative_prompt,
+            seed=seed,
         )
         return await self._create("/videos/frames", body)
 

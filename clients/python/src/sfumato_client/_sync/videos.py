@@ -20,6 +20,7 @@ class Videos(Creates):
         resolution: str | None = None,
         audio: bool | None = None,
         negative_prompt: str | None = None,
+        seed: int | None = None,
     ) -> Job:
         """Animates one image (a local file is uploaded first); the clip takes its ratio."""
         body = ImageToVideoRequest(
@@ -29,6 +30,7 @@ class Videos(Creates):
             resolution=resolution,
             audio=audio,
             negative_prompt=negative_prompt,
+            seed=seed,
         )
         return self._create("/videos/image-to-video", body)
 
@@ -43,6 +45,7 @@ class Videos(Creates):
         resolution: str | None = None,
         audio: bool | None = None,
         negative_prompt: str | None = None,
+        seed: int | None = None,
     ) -> Job:
         """A transition from `start_image` to `end_image` (local files uploaded first)."""
         body = FramesRequest(
@@ -54,6 +57,7 @@ class Videos(Creates):
             resolution=resolution,
             audio=audio,
             negative_prompt=negative_prompt,
+            seed=seed,
         )
         return self._create("/videos/frames", body)
 
