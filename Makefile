@@ -12,7 +12,8 @@ PORT ?= 8000
 TEST_WORKERS ?= auto
 PYTEST := $(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadgroup
 
-.PHONY: run test test-fast fuzz lint format bench install dev clean system-deps gallery client-sync
+.PHONY: run test test-fast fuzz lint format bench install dev clean system-deps gallery client-sync \
+	images stack-test
 
 $(BIN)/python:
 	@test -n "$(PYTHON)" || { echo "Python 3.11 or 3.12 is required (none found on PATH)"; exit 1; }
@@ -69,6 +70,7 @@ lint: dev
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
 	$(BIN)/lint-imports --no-logo
+	$(BIN)/zizmor --offline --quiet .github/workflows
 
 format: dev
 	$(BIN)/ruff format .
@@ -97,6 +99,18 @@ client-sync: dev
 gallery: dev
 	$(BIN)/python tools/gallery.py
 	$(BIN)/python tools/video_gallery.py
+
+# The gateway and CPU worker images (deploy/docker/images.sh; docs/operations.md "Run it in
+# containers"): on the public Python image, or PYTHON_IMAGE=sfumato-python:3.11-bookworm after
+# deploy/docker/python-base.sh where no registry is reachable. IMAGE_PREFIX=ghcr.io/you/ names
+# them for your registry.
+images:
+	PYTHON_IMAGE=$(PYTHON_IMAGE) IMAGE_PREFIX=$(IMAGE_PREFIX) TAG=$(TAG) deploy/docker/images.sh
+
+# The distributed stack in containers, end to end (tests/stack; needs a Docker daemon). After
+# the suite in .ci/run.
+stack-test: dev
+	tests/stack/run.sh
 
 clean:
 	rm -rf $(VENV) data .mypy_cache .pytest_cache .ruff_cache .import_linter_cache

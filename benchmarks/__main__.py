@@ -29,6 +29,7 @@ from benchmarks import (
     long_poll,
     model_load,
     queue_position,
+    stack,
     startup,
     styles,
     videos,
@@ -57,6 +58,7 @@ BENCHMARKS: dict[str, Callable[[Options], Section]] = {
     "startup": startup.run,
     "job_cost": job_cost.run,
     "webhook_outbox": webhook_outbox.run,
+    "stack": stack.run,
 }
 DOC = REPO / "docs" / "benchmarks.md"
 # What a benchmark needs beyond the service's own dependencies (the dev extras): `chaos` and

@@ -22,8 +22,9 @@ from tests.support.service import REPO, SFUMATO
 @pytest.mark.parametrize(
     "key",
     [
-        "CHANGE-ME-64-HEX-CHARACTERS",  # deploy/kubernetes/base/secrets.yaml
-        "change-me-to-64-random-hex-characters",  # deploy/compose.yaml
+        "CHANGE-ME",  # deploy/kubernetes/base/secrets.example.env
+        "CHANGE-ME-64-HEX-CHARACTERS",  # the manifests' Secret before it left the base
+        "change-me-to-64-random-hex-characters",  # deploy/compose.yaml before make-env.py
         "9f3c1a7e0b5d42c8a6e1f0d3b7c95a24",  # a UUID's 16 random bytes in hex
         "ab" * 40,  # long, and two characters
         "correct horse battery staple",
