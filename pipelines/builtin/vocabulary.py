@@ -305,5 +305,7 @@ _NON_SUBJECT_TEXT = (
     " artwork art scene view shot style styled detailed highly ultra beautiful stunning"
     " realistic photorealistic hyperrealistic cinematic epic high quality resolution hd"
     " masterpiece lighting background foreground composition wide angle closeup close"
+    # Words about how the picture looks or what it follows, never a thing in it.
+    " look looks feel vibe aesthetic reference references"
 )
 NON_SUBJECT_WORDS = frozenset(_NON_SUBJECT_TEXT.split())

@@ -60,6 +60,12 @@ def test_notes_name_what_was_drawn_in_words_a_user_reads() -> None:
         assert not any(char.isdigit() for note in notes for char in note), notes
 
 
+def test_words_about_the_look_are_never_drawn_nor_missed() -> None:
+    _, notes = run("quiet hills at noon, in the look of the reference")
+    told = " ".join(notes)
+    assert "look" not in drew(notes) and "not drawn: reference" not in told, notes
+
+
 def test_a_word_without_its_own_glyph_is_drawn_by_meaning_and_says_so() -> None:
     _, notes = run("a cat sleeping on a sofa in a living room")
     assert drew(notes) == ["cat", "sofa (as couch and lamp)", "living room"], notes
