@@ -132,7 +132,8 @@ def test_images_made_without_a_prompt_are_named_by_size_not_a_blank_label(
         assert wait_done(api, response.json()["data"]["id"])["status"] == "completed"
     labels = [html.unescape(label) for label in OPTION.findall(client.get("/create").text)]
     assert labels and not [label for label in labels if label.rstrip().endswith(":")], labels
-    assert any(re.match(r"Upscale \d+×\d+, \d{4}-\d\d-\d\d \d\d:\d\d$", label) for label in labels)
+    made_without_prompt = re.compile(r"Upscale \d+\u00d7\d+, \d{4}-\d\d-\d\d \d\d:\d\d$")
+    assert any(made_without_prompt.match(label) for label in labels), labels
 
 
 def test_each_form_shows_its_price_before_it_is_sent(
