@@ -34,16 +34,15 @@ def saved_style(dash: Service, key: str, **fields: object) -> str:
     """A style straight in the database (extraction has tests of its own)."""
     caller = authentication.authenticate(dash.services.db, key)
     assert caller is not None
-    style = Style(
-        id=new_id(),
-        account_id=caller.account_id,
-        name="Pale brand",
-        colours=[],
-        typography=[],
-        tone=[],
-        aesthetic="",
+    values: dict[str, object] = {
+        "name": "Pale brand",
+        "colours": [],
+        "typography": [],
+        "tone": [],
+        "aesthetic": "",
         **fields,
-    )
+    }
+    style = Style(id=new_id(), account_id=caller.account_id, **values)
     with dash.services.db.write() as session:
         session.add(style)
     return style.id
@@ -63,7 +62,7 @@ def test_delete_a_job_an_upload_and_a_style_from_their_pages(
         page.goto(f"{dash.url}/dashboard/jobs/{job['id']}")
         page.get_by_label("Delete its images for good").check()
         page.get_by_role("button", name="Delete job").click()
-        expect(page.get_by_role("status")).to_have_text("The job was deleted.")
+        expect(page.locator(".notice")).to_have_text("The job was deleted.")
         assert api.get(f"/jobs/{job['id']}").status_code == 404
 
         page.get_by_role("link", name="Uploads").click()
@@ -78,14 +77,14 @@ def test_delete_a_job_an_upload_and_a_style_from_their_pages(
         expect(page.locator("[data-upload-id]")).to_have_count(1)
         page.get_by_label("Delete pale.png for good").check()
         page.get_by_role("button", name="Delete upload").click()
-        expect(page.get_by_role("status")).to_have_text("The upload was deleted.")
+        expect(page.locator(".notice")).to_have_text("The upload was deleted.")
         expect(page.locator("[data-upload-id]")).to_have_count(0)
         assert api.delete(f"/uploads/{upload_id}").status_code == 404  # gone for the API too
 
         page.goto(f"{dash.url}/dashboard/styles/{style_id}")
         page.get_by_label("Delete Pale brand for good").check()
         page.get_by_role("button", name="Delete style").click()
-        expect(page.get_by_role("status")).to_have_text("The style was deleted.")
+        expect(page.locator(".notice")).to_have_text("The style was deleted.")
         assert api.get(f"/styles/{style_id}").status_code == 404
 
 
