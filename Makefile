@@ -1,7 +1,10 @@
 # Sfumato: `make run` serves on http://127.0.0.1:8000, `make test` runs lint and the whole suite,
 # `make test-fast` the tests not marked slow (no lint). Both run the tests on every core
 # (TEST_WORKERS, pytest-xdist; docs/testing.md).
-PYTHON ?= $(shell command -v python3.11 || command -v python3)
+# The first of these that pyproject.toml's requires-python allows (3.11 or 3.12; 3.11 is the one
+# CI runs): tools/supported_python.py answers for each.
+PYTHON ?= $(shell for candidate in python3.11 python3.12 python3; do \
+	$$candidate tools/supported_python.py 2>/dev/null && { command -v $$candidate; break; }; done)
 VENV := .venv
 BIN := $(VENV)/bin
 HOST ?= 127.0.0.1
@@ -9,20 +12,26 @@ PORT ?= 8000
 TEST_WORKERS ?= auto
 PYTEST := $(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadgroup
 
-.PHONY: run test test-fast fuzz lint format bench install dev clean system-deps gallery client-sync
+.PHONY: run test test-fast fuzz lint format bench install dev clean system-deps gallery client-sync \
+	images stack-test
 
 $(BIN)/python:
-	$(PYTHON) -c 'import sys; assert sys.version_info[:2] == (3, 11), "Python 3.11 is required"'
+	@test -n "$(PYTHON)" || { echo "Python 3.11 or 3.12 is required (none found on PATH)"; exit 1; }
+	$(PYTHON) tools/supported_python.py
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 
 # The Python client (clients/python) is a package of its own, installed beside the service.
+# torch first: the CPU-only build on a machine without an NVIDIA GPU, unless a local wheel or an
+# installed torch already serves (tools/torch_install.py says which it chose).
 $(VENV)/.installed: pyproject.toml clients/python/pyproject.toml | $(BIN)/python
+	$(BIN)/python tools/torch_install.py
 	$(BIN)/pip install -q -e .
 	$(BIN)/pip install -q -e ./clients/python
 	touch $@
 
 $(VENV)/.installed-dev: pyproject.toml clients/python/pyproject.toml | $(BIN)/python
+	$(BIN)/python tools/torch_install.py
 	$(BIN)/pip install -q -e '.[dev]'
 	$(BIN)/pip install -q -e ./clients/python
 	touch $@ $(VENV)/.installed
@@ -61,6 +70,7 @@ lint: dev
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
 	$(BIN)/lint-imports --no-logo
+	$(BIN)/zizmor --offline --quiet .github/workflows
 
 format: dev
 	$(BIN)/ruff format .
@@ -89,6 +99,18 @@ client-sync: dev
 gallery: dev
 	$(BIN)/python tools/gallery.py
 	$(BIN)/python tools/video_gallery.py
+
+# The gateway and CPU worker images (deploy/docker/images.sh; docs/operations.md "Run it in
+# containers"): on the public Python image, or PYTHON_IMAGE=sfumato-python:3.11-bookworm after
+# deploy/docker/python-base.sh where no registry is reachable. IMAGE_PREFIX=ghcr.io/you/ names
+# them for your registry.
+images:
+	PYTHON_IMAGE=$(PYTHON_IMAGE) IMAGE_PREFIX=$(IMAGE_PREFIX) TAG=$(TAG) deploy/docker/images.sh
+
+# The distributed stack in containers, end to end (tests/stack; needs a Docker daemon). After
+# the suite in .ci/run.
+stack-test: dev
+	tests/stack/run.sh
 
 clean:
 	rm -rf $(VENV) data .mypy_cache .pytest_cache .ruff_cache .import_linter_cache

@@ -5,6 +5,7 @@ their own sections)."""
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import os
 import signal
 import sys
@@ -16,7 +17,6 @@ from pathlib import Path
 from types import FrameType
 
 from benchmarks import (
-    chaos,
     create_overhead,
     create_to_start,
     dashboard,
@@ -24,12 +24,18 @@ from benchmarks import (
     diffusion_video,
     fleet,
     images,
+    job_cost,
     job_read,
     long_poll,
+    model_load,
+    queue_position,
+    stack,
     startup,
     styles,
     videos,
+    webhook_outbox,
 )
+from benchmarks.chaos import soak as chaos_soak
 from benchmarks.harness import REPO, Options
 from benchmarks.measures import raise_fd_limit
 from benchmarks.report import Section, document, machine, merged, run_stamp
@@ -39,6 +45,7 @@ BENCHMARKS: dict[str, Callable[[Options], Section]] = {
     "long_poll": long_poll.run,
     "create_to_start": create_to_start.run,
     "create_overhead": create_overhead.run,
+    "queue_position": queue_position.run,
     "images": images.run,
     "videos": videos.run,
     "styles": styles.run,
@@ -46,10 +53,18 @@ BENCHMARKS: dict[str, Callable[[Options], Section]] = {
     "dashboard": dashboard.run,
     "diffusion": diffusion.run,
     "diffusion_video": diffusion_video.run,
-    "chaos": chaos.run,
+    "model_load": model_load.run,
+    "chaos": chaos_soak.run,
     "startup": startup.run,
+    "job_cost": job_cost.run,
+    "webhook_outbox": webhook_outbox.run,
+    "stack": stack.run,
 }
 DOC = REPO / "docs" / "benchmarks.md"
+# What a benchmark needs beyond the service's own dependencies (the dev extras): `chaos` and
+# `job_cost` run moto's S3 server as their object store.
+NEEDS: dict[str, tuple[str, ...]] = {"chaos": ("moto",), "job_cost": ("moto",)}
+INSTALL_DEV = "pip install -e '.[dev]' (or `make dev`)"
 
 
 def main(argv: list[str]) -> int:
@@ -65,6 +80,18 @@ def main(argv: list[str]) -> int:
     unknown = [name for name in arguments.names if name not in BENCHMARKS]
     if unknown:
         parser.error(f"no benchmark {', '.join(unknown)} (there are {', '.join(BENCHMARKS)})")
+    missing = {
+        name: absent
+        for name in arguments.names or list(BENCHMARKS)
+        if (absent := [module for module in NEEDS.get(name, ()) if not _installed(module)])
+    }
+    if missing:
+        for name, absent in missing.items():
+            print(
+                f"error: `{name}` needs {', '.join(absent)}, from the dev extras", file=sys.stderr
+            )
+        print(f"install them with {INSTALL_DEV}, or name other benchmarks", file=sys.stderr)
+        return 2
     if arguments.device:
         os.environ["SFUMATO_MODEL_DEVICE"] = arguments.device
     raise_fd_limit()
@@ -100,6 +127,13 @@ def main(argv: list[str]) -> int:
         if section.last_line:
             print(section.last_line, flush=True)
     return 1 if failures else 0
+
+
+def _installed(module: str) -> bool:
+    try:
+        return importlib.util.find_spec(module) is not None
+    except ModuleNotFoundError:
+        return False
 
 
 def _exit_on_sigterm(signum: int, _frame: FrameType | None) -> None:

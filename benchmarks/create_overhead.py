@@ -14,9 +14,10 @@ import httpx
 from fastapi import FastAPI
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from benchmarks.harness import CONFIG_FILE, TEST_PIPELINES, Options
+from benchmarks.harness import CONFIG_FILE, Options
 from benchmarks.measures import percentile
 from benchmarks.report import Section, Table, ms, verdict
+from benchmarks.testkit.pipelines import STEERABLE_PIPELINES
 from core.accounts import api_keys, authentication
 from core.accounts import service as accounts
 from core.accounts.service import Caller
@@ -79,7 +80,7 @@ def stripped_app(gateway: Gateway, caller: Caller) -> FastAPI:
 
 @contextmanager
 def embedded_gateway(data_dir: Path) -> Iterator[Gateway]:
-    settings = Settings(data_dir=data_dir, pipelines=TEST_PIPELINES, config_file=CONFIG_FILE)
+    settings = Settings(data_dir=data_dir, pipelines=STEERABLE_PIPELINES, config_file=CONFIG_FILE)
     services = Services.from_settings(settings)
     services.prepare()
     try:

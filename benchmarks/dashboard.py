@@ -7,6 +7,7 @@ from __future__ import annotations
 import io
 import statistics
 import time
+from datetime import timedelta
 from pathlib import Path
 
 from fastapi.testclient import TestClient
@@ -99,7 +100,9 @@ def run(options: Options) -> Section:
     gateway = build_gateway(services, run_workers=False)
     account = accounts.create_account(services.db, "bench@sfumato.local", "pro", 0)
     _seed(services, account.id)
-    started = sessions.start(services.db, account.id)
+    started = sessions.start(
+        services.db, account.id, timedelta(hours=settings.session_absolute_hours)
+    )
     requests = options.scaled(200, 30)
     section = Section("dashboard", METHOD)
     table = Table(["page", "requests", "p50", "p95", "max", "goal (p50)"])

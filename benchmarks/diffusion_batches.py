@@ -5,12 +5,19 @@ pipelines and the models (no database, broker or storage): it also runs on a GPU
 has torch and diffusers but not the service.
 
     python -m benchmarks.diffusion_batches --device cuda --models turbo-sized \
-        --dtype float16 bfloat16
+        --dtype float16 bfloat16 [--tuning preset] [--previews every-step] [--bare]
 
 `--models tiny` is the tiny random-weight Stable Diffusion of `models/testing.py` (20 steps at
 64 px); `turbo-sized` is SD-Turbo's architecture at full size with random weights
 (`build_turbo_sized`), run as the `sd-turbo` preset runs (2 steps at 512 px, no guidance): a
-real model's work per image where its weights cannot be fetched.
+real model's work per image where its weights cannot be fetched; `sdxl-sized` likewise SDXL
+base 1.0 (`build_sdxl_sized`, the `sdxl` preset: 30 steps at 1024 px with guidance).
+`--tuning none` runs eager and untuned; `preset` applies the preset's `tuning` table (channels-
+last, fused QKV, torch.compile: each batch size compiled by its warm-up call, as a worker's
+warm-up does; on a CPU only with `--compile-on-cpu`). `--previews every-step` shows a live
+preview of each job at every step (the worker's latent preview and JPEG, the worst case: the
+worker shows one a second). `--bare` times the bare diffusers call of the same batch beside
+the pipeline's (the worker's own work on top of diffusers).
 """
 
 from __future__ import annotations
@@ -28,7 +35,9 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.report import Table
+from models.tuning import warming
 from pipelines.base import GenerateInput, NoControl
+from pipelines.diffusion.generate import TEXT_TO_IMAGE
 
 BATCH_SIZES = (1, 2, 4)
 TINY_STEPS = 20
@@ -92,7 +101,58 @@ def diffusers_calls_timed(*owners: Any) -> Iterator[list[float]]:
                 owner.invoke = own
 
 
-def throughput_table(pipeline: Any, repetitions: int) -> Table:
+class PreviewEveryStep:
+    """A job control that is shown a preview at every step and does what the worker does with
+    it (the JPEG; the worker writes it on another thread): the cost of previews at worst."""
+
+    def __init__(self) -> None:
+        self.shown = 0
+
+    def progress(self, fraction: float, message: str | None = None) -> None:
+        return None
+
+    def wants_preview(self) -> bool:
+        return True
+
+    def preview(self, image: Any) -> None:
+        from workers.previews import preview_jpeg
+
+        preview_jpeg(image)
+        self.shown += 1
+
+
+def bare_call(pipeline: Any, batch: list[GenerateInput]) -> Callable[[], object]:
+    """The diffusers call the pipeline makes for `batch`, made bare: the same loaded pipeline,
+    arguments, generators and size, without the pipeline's callbacks, batching or resizing."""
+    from pipelines.diffusion.device import generator_for
+    from pipelines.diffusion.generate import TEXT_TO_IMAGE
+    from pipelines.diffusion.presets import native_size, quality_settings, size_multiple
+
+    spec = pipeline.spec
+    steps, guidance = quality_settings(spec, batch[0].quality)
+
+    def call() -> object:
+        with pipeline.cache.pipeline_for(spec, TEXT_TO_IMAGE) as pipe:
+            width, height = native_size(spec, SIZE, SIZE, size_multiple(pipe))
+            return pipe(
+                prompt=[job.prompt for job in batch],
+                generator=[generator_for(job.seed, pipeline.cache.device) for job in batch],
+                num_inference_steps=steps,
+                guidance_scale=guidance,
+                width=width,
+                height=height,
+            )
+
+    return call
+
+
+def throughput_table(
+    pipeline: Any,
+    repetitions: int,
+    batch_sizes: tuple[int, ...] = BATCH_SIZES,
+    control: Callable[[], Any] = NoControl,
+    bare: bool = False,
+) -> Table:
     """`run_batch` of 1, 2 and 4 jobs of one image each (one diffusers call), each size after a
     warm-up call of that size (kernels are prepared per shape); medians of `repetitions`. Of
     each call, the diffusers call alone (`invoke`: text encoding, the steps, the VAE, the
@@ -110,23 +170,28 @@ def throughput_table(pipeline: Any, repetitions: int) -> Table:
             "of which the diffusers call",
             "peak device memory (allocated / reserved)",
         ]
+        + (["bare diffusers call", "pipeline over bare"] if bare else [])
     )
     single = 0.0
     with diffusers_calls_timed(pipeline) as diffusers_seconds:
-        for size in BATCH_SIZES:
+        for size in batch_sizes:
             batch = [generate_job(index) for index in range(size)]
-            controls = [NoControl() for _ in batch]
-            pipeline.run_batch(batch, controls)
+            controls = [control() for _ in batch]
+            with pipeline.cache.pipeline_for(pipeline.spec, TEXT_TO_IMAGE) as pipe, warming(pipe):
+                pipeline.run_batch(batch, controls)  # compiles this shape, where compiled
             call = partial(pipeline.run_batch, batch, controls)
+            bare_batch = bare_call(pipeline, batch)
             _reset_peak(device)
-            timings, diffusers_times = [], []
+            timings, diffusers_times, bare_times = [], [], []
             for _ in range(repetitions):
                 diffusers_seconds.clear()
                 timings.append(timed(call))
                 diffusers_times.append(sum(diffusers_seconds))
+                if bare:
+                    bare_times.append(timed(bare_batch))
             timing = median_timing(timings)
             single = single or timing.wall
-            table.add(
+            row = [
                 size,
                 f"{timing.wall:.3f} s",
                 f"{size / timing.wall:.2f}",
@@ -134,7 +199,11 @@ def throughput_table(pipeline: Any, repetitions: int) -> Table:
                 f"{single * size / timing.wall:.2f}x",
                 f"{statistics.median(diffusers_times):.3f} s",
                 _peak(device),
-            )
+            ]
+            if bare:
+                plain = median_timing(bare_times).wall
+                row += [f"{plain:.3f} s", f"{(timing.wall - plain) / plain:+.1%}"]
+            table.add(*row)
     return table
 
 
@@ -158,10 +227,17 @@ def _peak(device: str) -> str:
 def registry_for(kind: str, folder: Path, dtype: str) -> Path:
     """The registry file of `kind`'s models under `folder` (built there by the first call),
     generating in `dtype`."""
-    from models.testing import build_tiny_models, build_turbo_sized, write_tiny_registry
+    from models.testing import (
+        build_sdxl_sized,
+        build_tiny_models,
+        build_turbo_sized,
+        write_tiny_registry,
+    )
 
     if kind == "turbo-sized":
-        return build_turbo_sized(folder, dtype)
+        return build_turbo_sized(folder / "turbo", dtype)
+    if kind == "sdxl-sized":
+        return build_sdxl_sized(folder / "sdxl", dtype)
     tiny = folder / "tiny"
     if not (tiny / "models.toml").exists():
         build_tiny_models(tiny, generate_steps=TINY_STEPS)
@@ -182,28 +258,57 @@ def device_summary(device: str) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--device", default="auto", help="cpu, cuda, cuda:1 (default: auto)")
-    parser.add_argument("--models", choices=("tiny", "turbo-sized"), default="tiny")
+    parser.add_argument("--models", choices=("tiny", "turbo-sized", "sdxl-sized"), default="tiny")
     parser.add_argument("--dtype", nargs="+", default=["float32"])
     parser.add_argument("--repetitions", type=int, default=5)
+    parser.add_argument("--batches", type=int, nargs="+", default=list(BATCH_SIZES))
+    parser.add_argument("--tuning", choices=("none", "preset"), default="none")
+    parser.add_argument("--compile-on-cpu", action="store_true")
+    parser.add_argument("--previews", choices=("off", "every-step"), default="off")
+    parser.add_argument("--bare", action="store_true")
+    parser.add_argument("--steps", type=int, help="replace the model's steps (a dry run's 2)")
+    parser.add_argument("--models-dir", type=Path, help="keep the built models here (reused)")
     arguments = parser.parse_args()
     from models.cache import ModelCache
     from models.device import free_device_memory
     from models.registry import load_registry
+    from models.tuning import Tuning
     from pipelines.diffusion.generate import DiffusionGenerate
 
     with tempfile.TemporaryDirectory(prefix="sfumato-batches-") as work:
+        folder = arguments.models_dir or Path(work)
         for dtype in arguments.dtype:
-            registry = registry_for(arguments.models, Path(work), dtype)
+            registry = registry_for(arguments.models, folder, dtype)
+            spec = load_registry(registry).spec("generate")
+            if arguments.tuning == "none":
+                spec = spec.model_copy(update={"tuning": Tuning()})
+            elif arguments.models == "tiny":  # the tiny registry has no preset: the usual table
+                tuning = Tuning(compile="denoiser", channels_last=True, fuse_qkv=True)
+                spec = spec.model_copy(update={"tuning": tuning})
+            if arguments.steps:
+                spec = spec.model_copy(
+                    update={"options": {**spec.options, "steps": arguments.steps}}
+                )
+            if arguments.compile_on_cpu:
+                spec = spec.model_copy(
+                    update={"tuning": spec.tuning.model_copy(update={"cpu": True})}
+                )
             cache = ModelCache(device=arguments.device)
             started = time.perf_counter()
-            pipeline = DiffusionGenerate(spec=load_registry(registry).spec("generate"), cache=cache)
+            pipeline = DiffusionGenerate(spec=spec, cache=cache)
             loaded = time.perf_counter() - started
+            control = PreviewEveryStep if arguments.previews == "every-step" else NoControl
             print(
                 f"\n{arguments.models} models, {dtype}, {device_summary(cache.device)}; "
-                f"loaded in {loaded:.1f} s; {SIZE}x{SIZE} images, "
+                f"loaded in {loaded:.1f} s; tuning {arguments.tuning} "
+                f"({spec.tuning.model_dump(exclude_defaults=True) or 'none'}); previews "
+                f"{arguments.previews}; {SIZE}x{SIZE} images, "
                 f"{arguments.repetitions} repetitions\n"
             )
-            print(throughput_table(pipeline, arguments.repetitions).markdown(), flush=True)
+            table = throughput_table(
+                pipeline, arguments.repetitions, tuple(arguments.batches), control, arguments.bare
+            )
+            print(table.markdown(), flush=True)
             del pipeline, cache
             free_device_memory()
 

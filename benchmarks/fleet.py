@@ -21,12 +21,10 @@ from sqlalchemy import func, select
 from benchmarks.harness import (
     CONFIG_FILE,
     REDIS_URL,
-    TEST_PIPELINES,
     ApiClient,
     Child,
     Deployment,
     Options,
-    free_port,
     running,
     service_view,
     temporary_postgres_database,
@@ -35,6 +33,8 @@ from benchmarks.harness import (
 from benchmarks.long_poll import completion_to_answer
 from benchmarks.measures import percentile
 from benchmarks.report import Section, Table, ms, verdict
+from benchmarks.testkit.pipelines import STEERABLE_PIPELINES
+from benchmarks.testkit.waits import free_port
 from core.accounts import authentication
 from core.jobs import service as jobs_service
 from core.tables import JobRow
@@ -123,11 +123,11 @@ def fleet(work_dir: Path, gateways: int, workers: int, pipelines: str) -> Iterat
         for deployment in deployments:
             wait_until_ready(deployment.gateway, deployment.port)
         for child in children:
-            _wait_for_log(child, " ready.")
+            wait_for_log(child, " ready.")
         yield Fleet(deployments, children)
 
 
-def _wait_for_log(child: Child, text: str, timeout: float = 120) -> None:
+def wait_for_log(child: Child, text: str, timeout: float = 120) -> None:
     deadline = time.monotonic() + timeout
     while text not in child.log.read_text(errors="replace"):
         child.check_alive()
@@ -174,7 +174,7 @@ def run(options: Options) -> Section:
         f"This machine has {cores} cores shared by PostgreSQL, Redis, the gateway and the "
         "workers, so more workers than cores cannot add throughput."
     )
-    with fleet(options.work_dir / "fleet-wake", 2, 1, TEST_PIPELINES) as running_fleet:
+    with fleet(options.work_dir / "fleet-wake", 2, 1, STEERABLE_PIPELINES) as running_fleet:
         creator, reader = running_fleet.deployments
         lags = sorted(asyncio.run(completion_to_answer(creator, wake_jobs, reader.port)))
     p99 = percentile(lags, 0.99)

@@ -9,7 +9,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -26,6 +25,10 @@ import redis
 from sqlalchemy import select
 
 from benchmarks.httpclient import HttpConnection, Response, request_bytes
+
+# A generate pipeline steered by its prompt: `[sleep S] ...` takes S seconds, paints solid images.
+from benchmarks.testkit.pipelines import STEERABLE_PIPELINES
+from benchmarks.testkit.waits import free_port
 from core.accounts import api_keys
 from core.accounts import service as accounts
 from core.db import Database
@@ -43,15 +46,7 @@ POSTGRES_URL = os.environ.get(
 # Database 10 is the benchmarks' own: it is flushed before each distributed deployment.
 REDIS_URL = os.environ.get("SFUMATO_BENCH_REDIS_URL", "redis://127.0.0.1:6379/10")
 TERMINAL = ("completed", "failed")
-# A generate pipeline steered by its prompt: `[sleep S] ...` takes S seconds, paints solid images.
-TEST_PIPELINES = "generate=tests.support.pipelines:ControllableGenerate"
 CONFIG_FILE = Path(__file__).with_name("generous.toml")
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 class Child:
@@ -213,7 +208,7 @@ def deployment(
     data_dir.mkdir(parents=True)
     env = {
         "SFUMATO_DATA_DIR": str(data_dir),
-        "SFUMATO_PIPELINES": TEST_PIPELINES,
+        "SFUMATO_PIPELINES": STEERABLE_PIPELINES,
         "SFUMATO_CONFIG_FILE": str(CONFIG_FILE),
         **(extra_env or {}),
     }

@@ -5,19 +5,11 @@ from __future__ import annotations
 
 import asyncio
 
-from benchmarks.harness import (
-    MODES,
-    ApiClient,
-    Child,
-    Options,
-    deployment,
-    free_port,
-    running,
-    wait_for_http,
-)
+from benchmarks.harness import MODES, ApiClient, Child, Options, deployment, running, wait_for_http
 from benchmarks.httpclient import request_bytes
 from benchmarks.loadgen import LoadResult, LoadSpec, measure
 from benchmarks.report import Section, Table, verdict
+from benchmarks.testkit.waits import free_port
 
 CONNECTIONS = 64
 # Issue 18's goals: the distributed gateway also crosses the network to PostgreSQL and Redis.

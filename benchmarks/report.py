@@ -92,10 +92,10 @@ server runs in its own process: the gateway is a real `sfumato serve` subprocess
 sfumato serve`), workers are in it (embedded mode) or in a separate `sfumato worker --queue
 image` process (distributed mode: PostgreSQL in a temporary database, Redis database 10 as
 broker). Clients are never threads of a server process. Jobs use the test pipeline
-`tests.support.pipelines:ControllableGenerate`, whose prompt `[sleep S]` makes a job take S seconds
-and paint a solid image. Other processes on the machine share its cores, so figures move from run
-to run; the load average above says how busy it was. `create_overhead`, `images` and `videos`
-say in their sections how they measure.
+`benchmarks.testkit.pipelines:ControllableGenerate`, whose prompt `[sleep S]` makes a job take
+S seconds and paint a solid image. Other processes on the machine share its cores, so figures
+move from run to run; the load average above says how busy it was. `create_overhead`, `images`
+and `videos` say in their sections how they measure.
 """
 
 

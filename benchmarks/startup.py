@@ -17,11 +17,11 @@ from benchmarks.harness import (
     REDIS_URL,
     Child,
     Options,
-    free_port,
     running,
     temporary_postgres_database,
 )
 from benchmarks.report import Section, Table, verdict
+from benchmarks.testkit.waits import free_port
 
 GOAL_REPLICA_SECONDS = 1.5
 RUNS = 5

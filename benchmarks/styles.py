@@ -19,12 +19,12 @@ from benchmarks.harness import (
     Deployment,
     Options,
     deployment,
-    free_port,
     running,
     wait_for_http,
 )
 from benchmarks.measures import percentile
 from benchmarks.report import Section, Table, ms, verdict
+from benchmarks.testkit.waits import free_port
 from core.accounts import authentication
 from core.fetch import Fetched, FetchPolicy, fetch
 from core.ids import new_id

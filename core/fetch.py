@@ -10,6 +10,9 @@ A caller-supplied URL must never make the service talk to its own network (cloud
   internal address (no rebinding window);
 - redirects are followed by hand, each one checked the same way, at most `max_redirects`;
 - the whole fetch, DNS included, has one deadline, and the body is streamed with a byte limit.
+
+`post` sends under the same rules (webhooks, core/webhooks/): no redirect is followed there, a
+redirect is an answer like any other, and only the first bytes of the answer are read.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
-from urllib.parse import urljoin, urlsplit
+from urllib.parse import SplitResult, urljoin, urlsplit
 
 import httpx
 
@@ -177,8 +180,9 @@ def _is_address_literal(host: str) -> bool:
     return True
 
 
-def _check(url: str, policy: FetchPolicy, deadline: float) -> _Target:
-    """Parse, resolve and vet one URL; raises FetchRefused before any connection is made."""
+def _parse(url: str) -> tuple[SplitResult, str, str, int]:
+    """The URL's parts, scheme, host (IDNA) and port; FetchRefused for what is never fetched
+    whatever the host resolves to."""
     try:
         parts = urlsplit(url)
         port = parts.port
@@ -195,7 +199,30 @@ def _check(url: str, policy: FetchPolicy, deadline: float) -> _Target:
         host = parts.hostname.rstrip(".").encode("idna").decode("ascii")
     except UnicodeError:
         raise FetchRefused("the URL's host is not a valid name") from None
-    port = port or DEFAULT_PORTS[scheme]
+    return parts, scheme, host, port or DEFAULT_PORTS[scheme]
+
+
+def refusal_without_lookup(url: str, policy: FetchPolicy) -> str | None:
+    """Why `url` can never be fetched, judged without resolving any name: not a URL the
+    fetcher takes, or a literal address it refuses that the allow-list does not name. None
+    when only a fetch can tell. A create asks this so that a job that could never fetch is
+    refused before it is charged."""
+    try:
+        _, _, host, _ = _parse(url)
+    except FetchRefused as refused:
+        return str(refused)
+    if not _is_address_literal(host) or host in policy.allowed_hosts:
+        return None
+    address = ipaddress.ip_address(host)
+    if policy.allows_address(address):
+        return None
+    reason = refusal_reason(address)
+    return None if reason is None else f"{host} is {reason}"
+
+
+def _check(url: str, policy: FetchPolicy, deadline: float) -> _Target:
+    """Parse, resolve and vet one URL; raises FetchRefused before any connection is made."""
+    parts, scheme, host, port = _parse(url)
     addresses = _resolve(host, port, deadline)
     host_allowed = host in policy.allowed_hosts
     for address in addresses:
@@ -216,15 +243,28 @@ def _check(url: str, policy: FetchPolicy, deadline: float) -> _Target:
     return _Target(scheme, host, port, path, addresses)
 
 
-def _connect_and_send(client: httpx.Client, target: _Target, deadline: float) -> httpx.Response:
-    """Send the GET to the first checked address that accepts a connection."""
+def _connect_and_send(
+    client: httpx.Client,
+    target: _Target,
+    deadline: float,
+    method: str = "GET",
+    content: bytes | None = None,
+    headers: dict[str, str] | None = None,
+) -> httpx.Response:
+    """Send the request to the first checked address that accepts a connection."""
     last_error: Exception | None = None
     for address in target.addresses:
         timeout = _remaining(deadline)
         request = client.build_request(
-            "GET",
+            method,
             target.url_for(address),
-            headers={"Host": target.host_header, "User-Agent": USER_AGENT, "Accept": "*/*"},
+            content=content,
+            headers={
+                **(headers or {}),
+                "Host": target.host_header,
+                "User-Agent": USER_AGENT,
+                "Accept": "*/*",
+            },
             # The certificate is checked against the name, not the address we connect to.
             extensions={"sni_hostname": target.host, "timeout": httpx.Timeout(timeout).as_dict()},
         )
@@ -280,3 +320,47 @@ def fetch(url: str, policy: FetchPolicy) -> Fetched:
             finally:
                 response.close()
     raise FetchRefused(f"more than {policy.max_redirects} redirects")
+
+
+def vet(url: str, policy: FetchPolicy) -> None:
+    """Check `url` as a fetch would (scheme, host, every address it resolves to), connecting to
+    nothing: FetchRefused says why it would be refused."""
+    _check(url, policy, time.monotonic() + policy.timeout_seconds)
+
+
+@dataclass(frozen=True)
+class Posted:
+    status_code: int
+    # The answer's first bytes, at most the policy's max_bytes (the rest is never read).
+    body: bytes
+
+
+def post(url: str, content: bytes, headers: dict[str, str], policy: FetchPolicy) -> Posted:
+    """POST `content` to `url` under `policy`, following no redirect; whatever the server
+    answers (any status), or FetchRefused when the URL is refused or nothing answered in time."""
+    deadline = time.monotonic() + policy.timeout_seconds
+    with httpx.Client(trust_env=False, follow_redirects=False) as client:
+        target = _check(url, policy, deadline)
+        response = _connect_and_send(client, target, deadline, "POST", content, headers)
+        try:
+            return Posted(response.status_code, _read_start(response, policy, deadline))
+        finally:
+            response.close()
+
+
+def _read_start(response: httpx.Response, policy: FetchPolicy, deadline: float) -> bytes:
+    """The answer's first `max_bytes`: a receiver's long answer is cut, not refused."""
+    chunks: list[bytes] = []
+    size = 0
+    try:
+        for chunk in response.iter_bytes():
+            chunks.append(chunk[: policy.max_bytes - size])
+            size += len(chunks[-1])
+            if size >= policy.max_bytes:
+                break
+            _remaining(deadline)
+    except httpx.TimeoutException:
+        raise FetchRefused("the answer took too long") from None
+    except httpx.HTTPError as error:
+        raise FetchRefused(f"reading the answer failed ({type(error).__name__})") from None
+    return b"".join(chunks)

@@ -59,3 +59,13 @@ def delete_stored(storage: Storage, keys: Sequence[str]) -> None:
             storage.delete(key)
         except (StorageError, OSError) as error:
             log.warning("stored file %s of a deleted resource was not removed: %s", key, error)
+
+
+def keys_under(storage: Storage, prefix: str) -> list[str]:
+    """The stored files under `prefix`, or none when the store cannot list them now (what is
+    left behind is only space, as above)."""
+    try:
+        return storage.keys_under(prefix)
+    except (StorageError, OSError) as error:
+        log.warning("could not list the stored files under %s: %s", prefix, error)
+        return []

@@ -62,8 +62,12 @@ class RateLimits(_Strict):
     style: str
     upload: str
     default: str
-    # The dashboard's sign-in, per email and per client address.
+    # Password guesses in the dashboard (gateway/limits.py SignInThrottle): attempts per
+    # (email, client address), wrong passwords per client address, and wrong passwords per
+    # account from all addresses (past it, the account backs off for addresses that failed).
     signin: str = "10/minute"
+    signin_address: str = "100/hour"
+    signin_account: str = "50/hour"
 
     @field_validator("*")
     @classmethod

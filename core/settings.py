@@ -6,6 +6,7 @@ a broker URL and a storage URL. Defaults give the embedded mode under the data d
 
 from __future__ import annotations
 
+import ipaddress
 import logging
 from pathlib import Path
 from typing import Literal
@@ -32,6 +33,9 @@ class Settings(BaseSettings):
     secret_key: str | None = None
 
     wait_seconds: float = Field(default=55.0, gt=0)
+    # The processes' log lines: `text` (for people) or `json` (one object a line, for a log
+    # collector; docs/operations.md).
+    log_format: Literal["text", "json"] = "text"
 
     # The service's public base URL (https://api.example.com): absolute URLs in answers (file and
     # upload URLs) use it, never the request's Host header. Empty: the Host header (development).
@@ -46,6 +50,8 @@ class Settings(BaseSettings):
     # A running job's progress is written (and announced to event streams) at most this often,
     # and at least this often while it moves: a row write per job per interval, no more.
     progress_seconds: float = Field(default=0.8, gt=0)
+    # A running job's live preview (`previewUrl`) is renewed at most this often; 0: no previews.
+    preview_seconds: float = Field(default=1.0, ge=0)
     # `GET /v1/jobs/{id}/events` sends a comment this often while nothing else is sent.
     events_heartbeat_seconds: float = Field(default=15.0, gt=0)
     max_attempts: int = Field(default=3, ge=1)
@@ -92,6 +98,17 @@ class Settings(BaseSettings):
     fetch_allow: str = ""
     fetch_timeout_seconds: float = Field(default=10.0, gt=0)
     fetch_max_redirects: int = Field(default=5, ge=0)
+    # Webhooks (core/webhooks/): a failed delivery is tried again after retry_base seconds,
+    # doubling each time up to retry_max_delay (each delay jittered down by up to a half), for
+    # retry_for seconds after its event, then marked failed. An endpoint whose deliveries have
+    # all failed for disable_after seconds is disabled. The deliverer looks for due deliveries
+    # every poll seconds, and one it claimed is another's again after claim seconds.
+    webhook_retry_base_seconds: float = Field(default=5.0, gt=0)
+    webhook_retry_max_delay_seconds: float = Field(default=3600.0, gt=0)
+    webhook_retry_for_seconds: float = Field(default=24 * 3600.0, gt=0)
+    webhook_disable_after_seconds: float = Field(default=3 * 24 * 3600.0, gt=0)
+    webhook_poll_seconds: float = Field(default=1.0, gt=0)
+    webhook_claim_seconds: float = Field(default=60.0, gt=0)
     # Comma-separated origins (`https://app.example.com`) whose pages may call the API from a
     # browser (CORS). Empty: none; `*`: any (keys travel in headers, never in cookies).
     cors_origins: str = ""
@@ -105,11 +122,32 @@ class Settings(BaseSettings):
     # as root, with user namespaces), saying so when not; "required": no rendering without it;
     # "off": never.
     chromium_sandbox: Literal["auto", "required", "off"] = "auto"
-    # The dashboard's session cookie is `Secure` when the browser came over https ("auto"), or
-    # always, or never. Behind a proxy that ends TLS, trust its X-Forwarded-Proto (and, for the
-    # sign-in limit per address, X-Forwarded-For) with `trust_forwarded_headers`.
+    # The dashboard's cookies are `Secure` (and named `__Host-...`) when the browser came over
+    # https ("auto"), or always, or never.
     cookie_secure: Literal["auto", "always", "never"] = "auto"
-    trust_forwarded_headers: bool = False
+    # Comma-separated addresses or CIDRs of the proxies in front of the gateways (a load
+    # balancer, an ingress). From them, and only from them, X-Forwarded-For and
+    # X-Forwarded-Proto count: the client is the rightmost X-Forwarded-For hop that is not one of
+    # them (the one the last trusted proxy saw), for every use of the address (sign-in limits,
+    # logs). Empty: the connection's own peer is the client, whatever the headers say.
+    trusted_proxies: str = ""
+    # A dashboard session ends this long after its sign-in, however often it is used (its
+    # rolling expiry, a week after the last use, never passes it).
+    session_absolute_hours: float = Field(default=30 * 24, gt=0)
+
+    @field_validator("trusted_proxies")
+    @classmethod
+    def _proxies(cls, value: str) -> str:
+        for item in filter(None, (part.strip() for part in value.split(","))):
+            try:
+                ipaddress.ip_network(item)
+            except ValueError:
+                raise ValueError(f"{item!r} is not an IP address or CIDR") from None
+        return value
+
+    @property
+    def trusted_proxy_list(self) -> list[str]:
+        return [part.strip() for part in self.trusted_proxies.split(",") if part.strip()]
 
     @field_validator("public_url", "files_url")
     @classmethod

@@ -13,7 +13,9 @@ from typing import Any
 import orjson
 from sqlalchemy import (
     JSON,
+    BigInteger,
     Boolean,
+    ColumnClause,
     DateTime,
     Float,
     ForeignKey,
@@ -25,6 +27,8 @@ from sqlalchemy import (
     Text,
     TypeDecorator,
     UniqueConstraint,
+    func,
+    literal_column,
 )
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.engine import Dialect
@@ -106,6 +110,8 @@ class Account(Base):
     # The dashboard's sign-in: an argon2 hash (None: no password set, no sign-in).
     password_hash: Mapped[str | None] = mapped_column(String(255), nullable=True)
     is_admin: Mapped[bool] = mapped_column(Boolean, default=False)
+    # Signs the deliveries of the webhooks named on creates (`whsec_...`; None: none made yet).
+    webhook_secret: Mapped[str | None] = mapped_column(String(64), nullable=True)
 
 
 class ApiKey(Base):
@@ -186,10 +192,12 @@ class JobRow(Base):
     result: Mapped[dict[str, Any] | None] = mapped_column(JSONType, nullable=True)
     error: Mapped[dict[str, Any] | None] = mapped_column(JSONType, nullable=True)
     parent_job_id: Mapped[str | None] = mapped_column(ForeignKey("jobs.id"), nullable=True)
-    seed: Mapped[int] = mapped_column(Integer, default=0)
+    seed: Mapped[int] = mapped_column(BigInteger, default=0)
     credits_reserved: Mapped[int] = mapped_column(Integer, default=0)
     attempts: Mapped[int] = mapped_column(Integer, default=0)
     progress: Mapped[float] = mapped_column(Float, default=0.0)
+    # The latest live preview of a processing job (`preview_folder`); shown only while it runs.
+    preview_key: Mapped[str | None] = mapped_column(String(512), nullable=True)
     message: Mapped[str | None] = mapped_column(Text, nullable=True)
     # Identifies the current claim, so a worker whose lease lapsed cannot complete the job.
     claim_token: Mapped[str | None] = mapped_column(String(36), nullable=True)
@@ -201,6 +209,26 @@ class JobRow(Base):
     # Set when the owner deletes the finished job: its inputs, result and media are gone, the
     # row stays because the credit ledger names it. Reads treat it as not found.
     deleted_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
+    # The webhook named on the create ({"url", "events"}), None when none was.
+    webhook: Mapped[dict[str, Any] | None] = mapped_column(JSONType, nullable=True)
+
+
+# A pending job's place in its queue's order (`core/jobs/standing.py`): the moment it joined the
+# broker's queue (its last publish), or its creation while not yet published. Partial, so the
+# count of the jobs ahead of one reads only pending jobs' entries; the predicate is a literal, as
+# the queries that use it write it (a bound parameter would hide it from the planner).
+PENDING_LITERAL: ColumnClause[str] = literal_column("'pending'", String)
+QUEUE_ORDER = func.coalesce(JobRow.dispatched_at, JobRow.created_at)
+Index(
+    "ix_jobs_pending_queue_order",
+    JobRow.queue,
+    QUEUE_ORDER,
+    JobRow.id,
+    postgresql_where=JobRow.status == PENDING_LITERAL,
+    sqlite_where=JobRow.status == PENDING_LITERAL,
+)
+# A queue's recent runs, the history its wait estimates come from.
+Index("ix_jobs_queue_finished", JobRow.queue, JobRow.finished_at)
 
 
 class Media(Base):
@@ -315,3 +343,68 @@ class StyleAsset(Base):
     source: Mapped[str] = mapped_column(String(16))
     embedding: Mapped[bytes] = mapped_column(LargeBinary)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+
+class WebhookEndpoint(Base):
+    """An account's standing webhook: every job event of the account its filter names is sent
+    to its URL, signed with its secret."""
+
+    __tablename__ = "webhook_endpoints"
+
+    id: Mapped[str] = mapped_column(String(36), primary_key=True, default=new_id)
+    account_id: Mapped[str] = mapped_column(ForeignKey("accounts.id"), index=True)
+    url: Mapped[str] = mapped_column(Text)
+    events: Mapped[list[str]] = mapped_column(JSONType)
+    secret: Mapped[str] = mapped_column(String(64))
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    # The first failure of the unbroken run of failures going on now (None: the last went well).
+    failing_since: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
+    # Set when it failed for too long; nothing more is sent to it. The reason is its owner's.
+    disabled_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
+    disabled_reason: Mapped[str | None] = mapped_column(Text, nullable=True)
+
+
+class WebhookDelivery(Base):
+    """The outbox: one job event for one URL, written in the transaction that changed the job,
+    sent (and retried) by the deliverer. Its id is the `webhook-id` of every attempt."""
+
+    __tablename__ = "webhook_deliveries"
+    __table_args__ = (
+        Index("ix_webhook_deliveries_due", "status", "next_attempt_at"),
+        Index("ix_webhook_deliveries_job", "job_id", "created_at"),
+    )
+
+    id: Mapped[str] = mapped_column(String(36), primary_key=True, default=new_id)
+    account_id: Mapped[str] = mapped_column(ForeignKey("accounts.id"))
+    job_id: Mapped[str] = mapped_column(ForeignKey("jobs.id"))
+    # "job": the webhook named on the job's create, signed with the account's webhook secret;
+    # "endpoint": one of the account's endpoints (None once it is deleted), signed with its own.
+    source: Mapped[str] = mapped_column(String(16))
+    endpoint_id: Mapped[str | None] = mapped_column(
+        ForeignKey("webhook_endpoints.id", ondelete="SET NULL"), nullable=True
+    )
+    url: Mapped[str] = mapped_column(Text)
+    event: Mapped[str] = mapped_column(String(16))
+    # The job's columns as they were at the event (what its answer is made of).
+    job_state: Mapped[dict[str, Any]] = mapped_column(JSONType)
+    # pending (to send, or to send again), delivered, failed (gave up).
+    status: Mapped[str] = mapped_column(String(16), default="pending")
+    attempts: Mapped[int] = mapped_column(Integer, default=0)
+    next_attempt_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
+    last_error: Mapped[str | None] = mapped_column(Text, nullable=True)
+
+
+class WebhookAttempt(Base):
+    """One try of a delivery: when, the answer's status code or the error, how long."""
+
+    __tablename__ = "webhook_attempts"
+    __table_args__ = (Index("ix_webhook_attempts_delivery", "delivery_id", "attempted_at"),)
+
+    id: Mapped[str] = mapped_column(String(36), primary_key=True, default=new_id)
+    delivery_id: Mapped[str] = mapped_column(ForeignKey("webhook_deliveries.id"))
+    attempted_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    status_code: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    error: Mapped[str | None] = mapped_column(Text, nullable=True)
+    seconds: Mapped[float] = mapped_column(Float)

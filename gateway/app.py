@@ -10,6 +10,7 @@ from collections.abc import AsyncIterator
 import anyio
 from fastapi import Depends, FastAPI
 from starlette.middleware.cors import CORSMiddleware
+from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
 
 from core.accounts.callers import CallerCache
 from core.health import ReadinessChecks
@@ -31,12 +32,14 @@ from gateway.jobs.router import router as jobs_router
 from gateway.limits import RateLimitMiddleware
 from gateway.metrics import MetricsMiddleware
 from gateway.middleware import AuthMiddleware
+from gateway.models.router import router as models_router
 from gateway.nul import NulCharacterMiddleware
 from gateway.openapi import install_openapi, operation_id
 from gateway.runtime import Gateway
 from gateway.styles.router import router as styles_router
 from gateway.uploads.router import router as uploads_router
 from gateway.videos.router import router as videos_router
+from gateway.webhooks.router import router as webhooks_router
 
 log = logging.getLogger(__name__)
 CORS_METHODS = ["GET", "POST", "DELETE"]
@@ -87,12 +90,17 @@ def create_app(gateway: Gateway) -> FastAPI:
             await anyio.to_thread.run_sync(workers.start)
         await anyio.to_thread.run_sync(sweep.run)
         sweeper = asyncio.create_task(_maintain_forever(sweep, services), name="housekeeping")
+        deliverer = gateway.deliverer
+        if deliverer is not None:
+            deliverer.start()
         try:
             yield
         finally:
             sweeper.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await sweeper
+            if deliverer is not None:
+                await anyio.to_thread.run_sync(deliverer.stop)
             if workers is not None:
                 await anyio.to_thread.run_sync(workers.stop)
             await gateway.services.events.stop()
@@ -122,6 +130,8 @@ def create_app(gateway: Gateway) -> FastAPI:
         styles_router,
         uploads_router,
         account_router,
+        models_router,
+        webhooks_router,
     ):
         app.include_router(router, prefix="/v1", dependencies=[Depends(single_query_values)])
     app.include_router(files.router)
@@ -153,4 +163,10 @@ def create_app(gateway: Gateway) -> FastAPI:
             max_age=600,
         )
     app.add_middleware(MetricsMiddleware, metrics=gateway.metrics)
+    # Outermost: the client's address and scheme, once, for everything after (sign-in limits,
+    # cookies, URLs, logs). Only a configured proxy's X-Forwarded-* count (the servers that run
+    # this app turn their own proxy handling off: sfumato/http_server.py).
+    proxies = gateway.services.settings.trusted_proxy_list
+    if proxies:
+        app.add_middleware(ProxyHeadersMiddleware, trusted_hosts=proxies)
     return app

@@ -87,7 +87,8 @@ def _request_base_url(request: Request) -> str:
             break
     key = (
         scope.get("scheme"),
-        scope.get("server"),
+        # A tuple from uvicorn, a list from Starlette's TestClient.
+        tuple(scope.get("server") or ()),
         scope.get("app_root_path", scope.get("root_path", "")),
         host,
     )

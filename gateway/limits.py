@@ -6,6 +6,7 @@ counted through it, count in the same keys."""
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import logging
 import math
 import re
@@ -82,6 +83,11 @@ class Counts(Protocol):
         """`incr` from the event loop, which it never blocks."""
         ...
 
+    def peek(self, key: str) -> tuple[int, int]:
+        """`key`'s count and the seconds until it expires, counting nothing ((0, 0): none).
+        Blocks on a network store."""
+        ...
+
 
 class ProcessCounts:
     """Counts kept in this process (embedded mode: one gateway). In place of `limits`'
@@ -110,6 +116,14 @@ class ProcessCounts:
 
     async def incr_in_loop(self, key: str, expiry: int) -> int:
         return self.incr(key, expiry)
+
+    def peek(self, key: str) -> tuple[int, int]:
+        now = time.monotonic()
+        with self._lock:
+            entry = self._counts.get(key)
+            if entry is None or entry[1] <= now:
+                return 0, 0
+            return int(entry[0]), max(1, math.ceil(entry[1] - now))
 
 
 # The counters' keys in Redis, as `limits`' Redis storage prefixes them.
@@ -141,7 +155,8 @@ class RedisCounts:
 
     def __init__(self, url: str) -> None:
         self.url = url
-        self._increment = redis.Redis.from_url(url).register_script(INCREMENT_SCRIPT)
+        self._client = redis.Redis.from_url(url)
+        self._increment = self._client.register_script(INCREMENT_SCRIPT)
         # An asyncio client's connections belong to the loop that opened them: one per loop.
         self._loop_increments: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Any] = (
             weakref.WeakKeyDictionary()
@@ -152,6 +167,13 @@ class RedisCounts:
 
     def incr(self, key: str, expiry: int) -> int:
         return int(self._increment(keys=[REDIS_KEY_PREFIX + key], args=[expiry])[0])
+
+    def peek(self, key: str) -> tuple[int, int]:
+        pipeline = self._client.pipeline(transaction=False)
+        pipeline.get(REDIS_KEY_PREFIX + key)
+        pipeline.ttl(REDIS_KEY_PREFIX + key)
+        count, seconds = pipeline.execute()
+        return (int(count), max(1, int(seconds))) if count is not None else (0, 0)
 
     async def incr_in_loop(self, key: str, expiry: int) -> int:
         try:
@@ -184,12 +206,13 @@ class RateLimiter:
     ) -> None:
         self._buckets = {
             bucket: BucketRate.of(parse(getattr(rates, bucket)), namespace, bucket)
-            for bucket in ("image", "video", "style", "upload", "default", "signin")
+            for bucket in ("image", "video", "style", "upload", "default")
         }
         self.storage: Counts = (
             ProcessCounts() if storage_uri.startswith("memory://") else RedisCounts(storage_uri)
         )
         self.clock = clock
+        self.signin = SignInThrottle(self.storage, rates, namespace)
 
     @classmethod
     def from_settings(cls, settings: Settings, rates: RateLimits) -> RateLimiter:
@@ -295,3 +318,64 @@ class RateLimitMiddleware:
             await send(message)
 
         await self.app(scope, receive, send_with_headers)
+
+
+class SignInThrottle:
+    """Password guesses (the dashboard's sign-in, and the current password on its account page),
+    limited without letting a stranger lock the owner out:
+    - strict, per (email, client address): `signin` attempts (10 a minute), so one address
+      hammering one account stops there, and other people behind that address are untouched;
+    - per client address: `signin_address` wrong passwords, whatever the accounts (credential
+      stuffing from one address);
+    - per account, looser: `signin_account` wrong passwords from all addresses together. Past it
+      the account backs off: addresses that failed on it in the last day are refused for the
+      back-off (the limit's window, doubled at each new trip within a day, a day at most),
+      while an address with no recent failure on it is still checked, so the owner's right
+      password gets through (a wrong one marks that address too).
+    Counters are named by a hash of (email, address): no email or address is written to the
+    store in clear."""
+
+    RECENT_SECONDS = 24 * 3600
+    LONGEST_BACKOFF_SECONDS = 24 * 3600
+
+    def __init__(self, storage: Counts, rates: RateLimits, namespace: str) -> None:
+        self.storage = storage
+        self.pair = parse(rates.signin)
+        self.address = parse(rates.signin_address)
+        self.account = parse(rates.signin_account)
+        self.namespace = namespace
+
+    def _key(self, kind: str, *parts: str) -> str:
+        digest = hashlib.sha256("\0".join(parts).encode()).hexdigest()[:32]
+        return f"signin/{self.namespace}/{kind}/{digest}"
+
+    def admit(self, email: str, address: str) -> int:
+        """Count an attempt; 0 when its password may be checked, else the seconds to wait."""
+        pair = self._key("pair", email, address)
+        if self.storage.incr(pair, self.pair.get_expiry()) > self.pair.amount:
+            return self.storage.peek(pair)[1]
+        failures, reset = self.storage.peek(self._key("address", address))
+        if failures >= self.address.amount:
+            return reset
+        locked, reset = self.storage.peek(self._key("backoff", email))
+        if locked and self.storage.peek(self._key("failed", email, address))[0]:
+            return reset
+        return 0
+
+    def failed(self, email: str, address: str) -> None:
+        """A wrong password for `email` from `address`."""
+        self.storage.incr(self._key("failed", email, address), self.RECENT_SECONDS)
+        self.storage.incr(self._key("address", address), self.address.get_expiry())
+        window = self.account.get_expiry()
+        if self.storage.incr(self._key("account", email), window) == self.account.amount:
+            trips = self.storage.incr(self._key("trips", email), self.RECENT_SECONDS)
+            backoff = min(window * 2 ** min(trips - 1, 16), self.LONGEST_BACKOFF_SECONDS)
+            self.storage.incr(self._key("backoff", email), backoff)
+            log.warning(
+                "sign-in: an account reached %d wrong passwords in %d s; backing off %d s "
+                "(last from %s)",
+                self.account.amount,
+                window,
+                backoff,
+                address,
+            )

@@ -12,7 +12,10 @@ process's own live.
 
 from __future__ import annotations
 
+import logging
+import re
 import time
+import uuid
 from typing import Any
 
 from prometheus_client import (
@@ -28,6 +31,13 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from core.events import JobEvents
 
 UNROUTED = "unrouted"
+# The access log: a line a request (`sfumato serve --access-log`; off by default, at WARNING).
+# It names the route's template, never the path's values, the query, a header or the body, so no
+# key, password or signature reaches it.
+ACCESS_LOG = "gateway.access"
+_access = logging.getLogger(ACCESS_LOG)
+# A caller's own request id is taken when it looks like one; otherwise one is made.
+_REQUEST_ID = re.compile(r"[A-Za-z0-9._-]{1,64}")
 # Any other method a client invents is counted as "other", so labels stay few.
 METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
 LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60)
@@ -61,10 +71,41 @@ class GatewayMetrics:
             registry=self.registry,
         )
         self.long_polls.set_function(lambda: events.held)
+        self.webhook_deliveries = Counter(
+            "sfumato_webhook_deliveries",
+            "Webhook delivery attempts by outcome: sent (a 2xx), retried (failed, tried again "
+            "later), failed (failed for the last time)",
+            ["outcome"],
+            registry=self.registry,
+        )
+        self.webhook_latency = Histogram(
+            "sfumato_webhook_delivery_latency_seconds",
+            "Seconds from a job event to its webhook's delivery (retries included)",
+            buckets=(0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 900, 3600, 21600, 86400),
+            registry=self.registry,
+        )
+        self.webhook_attempt = Histogram(
+            "sfumato_webhook_attempt_duration_seconds",
+            "Seconds one webhook attempt took, from connecting to the answer read",
+            buckets=LATENCY_BUCKETS,
+            registry=self.registry,
+        )
         self._children: dict[tuple[str, str, int], tuple[Any, Any]] = {}
 
     def job_created(self, job_type: str) -> None:
         self.jobs_created.labels(job_type).inc()
+
+    def webhook_sent(self, latency_seconds: float, attempt_seconds: float) -> None:
+        self.webhook_deliveries.labels("sent").inc()
+        self.webhook_latency.observe(latency_seconds)
+        self.webhook_attempt.observe(attempt_seconds)
+
+    def webhook_retried(self, attempt_seconds: float) -> None:
+        self.webhook_deliveries.labels("retried").inc()
+        self.webhook_attempt.observe(attempt_seconds)
+
+    def webhook_failed(self) -> None:
+        self.webhook_deliveries.labels("failed").inc()
 
     def observe(self, method: str, route: str, status: int, seconds: float) -> None:
         children = self._children.get((method, route, status))
@@ -82,7 +123,8 @@ class GatewayMetrics:
 
 
 class MetricsMiddleware:
-    """Outermost: counts every answer, including those of the auth and rate-limit middleware."""
+    """Outermost: counts every answer, including those of the auth and rate-limit middleware,
+    and writes it to the access log when that is on."""
 
     def __init__(self, app: ASGIApp, metrics: GatewayMetrics) -> None:
         self.app = app
@@ -105,7 +147,32 @@ class MetricsMiddleware:
             await self.app(scope, receive, send_recording)
         finally:
             method = scope["method"] if scope["method"] in METHODS else "other"
-            self.metrics.observe(method, _route_of(scope), status, time.perf_counter() - started)
+            route = _route_of(scope)
+            seconds = time.perf_counter() - started
+            self.metrics.observe(method, route, status, seconds)
+            if _access.isEnabledFor(logging.INFO):
+                _log_access(scope, method, route, status, seconds)
+
+
+def _log_access(scope: Scope, method: str, route: str, status: int, seconds: float) -> None:
+    given = dict(scope["headers"]).get(b"x-request-id", b"").decode("latin-1")
+    request_id = given if _REQUEST_ID.fullmatch(given) else uuid.uuid4().hex
+    duration_ms = round(seconds * 1000, 1)
+    _access.info(
+        "%s %s %d %.1f ms %s",
+        method,
+        route,
+        status,
+        duration_ms,
+        request_id,
+        extra={
+            "requestId": request_id,
+            "method": method,
+            "route": route,
+            "status": status,
+            "durationMs": duration_ms,
+        },
+    )
 
 
 def _route_of(scope: Scope) -> str:

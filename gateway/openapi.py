@@ -22,6 +22,8 @@ TAGS = [
     {"name": "styles", "description": "Brand styles extracted from websites, and their assets"},
     {"name": "uploads", "description": "Upload images to use as inputs"},
     {"name": "account", "description": "The API key's account"},
+    {"name": "models", "description": "The models this deployment serves (extension)"},
+    {"name": "webhooks", "description": "Where the account's job events are sent, signed"},
 ]
 ERROR_ENVELOPE = {"$ref": "#/components/schemas/ErrorEnvelope"}
 # Every operation can meet these: a database out of reach answers 503 with `Retry-After`.
@@ -57,6 +59,7 @@ REQUEST_EXAMPLES: dict[str, dict[str, Any]] = {
     "searchStyle": {"query": "warm product shots on wood", "limit": 10},
     "addStyleAssets": {"images": [EXAMPLE_ID, "https://example.com/brand/hero.png"]},
     "createUpload": {"filename": "photo.png", "contentType": "image/png"},
+    "createWebhook": {"url": "https://example.com/sfumato", "events": ["completed", "failed"]},
 }
 
 

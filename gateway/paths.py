@@ -30,6 +30,16 @@ async def _upload_id(uploadId: str) -> str:
     return _canonical(uploadId, "Upload")
 
 
+async def _webhook_id(id: str) -> str:
+    return _canonical(id, "Webhook endpoint")
+
+
+async def _delivery_id(deliveryId: str) -> str:
+    return _canonical(deliveryId, "Delivery")
+
+
 JobId = Annotated[str, Depends(_job_id)]
+WebhookId = Annotated[str, Depends(_webhook_id)]
+DeliveryId = Annotated[str, Depends(_delivery_id)]
 StyleId = Annotated[str, Depends(_style_id)]
 UploadId = Annotated[str, Depends(_upload_id)]

@@ -16,6 +16,7 @@ from core.services import Services
 from core.styles.assets import LinkSlots
 from core.styles.search import FolderCache
 from core.styles.semantics import AssetSemantics, SentenceModelLoad
+from core.webhooks.deliverer import WebhookDeliverer
 from gateway.jobs.reads import JobReads
 from gateway.limits import RateLimiter
 from gateway.metrics import GatewayMetrics
@@ -43,5 +44,9 @@ class Gateway:
     folders: FolderCache = field(default_factory=FolderCache)
     link_slots: LinkSlots = field(default_factory=LinkSlots)
     embedded_workers: InProcessWorkers | None = None
+    # Sends the webhooks' outbox (core/webhooks/deliverer.py); every gateway runs one.
+    deliverer: WebhookDeliverer | None = None
+    # The address this gateway listens on, once it does (`sfumato/http_server.py`).
+    own_url: str = "http://127.0.0.1"
     # Set when the server begins shutting down (`sfumato/http_server.py`): held event streams end.
     closing: asyncio.Event = field(default_factory=asyncio.Event)

@@ -50,6 +50,14 @@ class JobResult(ResponseModel):
     images: list[ResultImage] | None = None
     video: ResultVideo | None = None
     style: ResultStyle | None = None
+    seed: int | None = Field(
+        default=None,
+        description="Extension: the seed an image or video job ran with (the one asked, else "
+        "a random one): the same request with this seed reproduces it (docs/api.md)",
+    )
+    model: str | None = Field(
+        default=None, description="Extension: the model that made the images (GET /v1/models)"
+    )
 
 
 class JobError(ResponseModel):
@@ -69,6 +77,40 @@ class Job(ResponseModel):
         description=(
             "Extension: how far the job is, 0..1, never decreasing; 1 once completed, the last "
             "value reached on a failed job. On every read, not on the create's answer."
+        ),
+    )
+    queuePosition: int | None = Field(
+        default=None,
+        ge=1,
+        description=(
+            "Extension, on a pending job's reads only: its place in its queue, 1 = the next to "
+            "start, in the order the scheduler starts them (the video line's one video at a "
+            "time per account included)."
+        ),
+    )
+    estimatedStartAt: str | None = Field(
+        default=None,
+        json_schema_extra={"format": "date-time"},
+        description=(
+            "Extension, on a pending job's reads only: when it should start, from its position "
+            "and its queue's recent runs; null when the queue has no run in the last hour."
+        ),
+    )
+    estimatedCompletionAt: str | None = Field(
+        default=None,
+        json_schema_extra={"format": "date-time"},
+        description=(
+            "Extension, on a processing job's reads only: when it should finish, at the rate "
+            "its progress moved since it started (before it has moved, the queue's recent mean "
+            "run); null when neither is known."
+        ),
+    )
+    previewUrl: str | None = Field(
+        default=None,
+        description=(
+            "Extension: while the job is processing, a signed URL of a small JPEG (at most "
+            "256 px) of the picture as it forms, renewed every few steps (a new URL each "
+            "time); absent when the pipeline has none yet and once the job has ended"
         ),
     )
     result: JobResult | None = None

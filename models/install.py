@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import errno
 import shutil
+import socket
 import tempfile
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -38,6 +39,9 @@ REGISTRY_HEADER = (
     "an entry without it is yours: pull leaves it alone unless told --replace."
 )
 DISK_FULL = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
+HUB = "https://huggingface.co"
+# How long the reachability check waits for the hub to accept a connection.
+REACH_SECONDS = 5.0
 
 
 class PullError(Exception):
@@ -156,6 +160,7 @@ def pull(name: str, settings: ModelSettings, replace: bool = False) -> str:
     if not replace and (conflict := _hand_written_conflict(_read_document(registry), preset)):
         raise PullError(conflict)
     target = settings.directory / preset.folder
+    _check_reachable(preset, settings.hf_endpoint)
     files = _select(preset, _listing(preset, settings))
     missing = sum(size for path, size in files.items() if not _complete(target / path, size))
     _ensure_room(preset, settings.directory, missing)
@@ -171,6 +176,52 @@ def pull(name: str, settings: ModelSettings, replace: bool = False) -> str:
         f"{preset.name}: {len(files)} files, {gb(folder_size(target))} in {target}; "
         f"{preset.operation} now runs {preset.repo} (registry {registry})"
     )
+
+
+def pull_lora(
+    repo: str, base: str, settings: ModelSettings, name: str | None = None, revision: str = "main"
+) -> str:
+    """Download a LoRA adapter (the `.safetensors` of a Hub repository) for the installed
+    model `base` (a registry entry's id) and register it as `[loras.<name>]` (default name: the
+    repository's); the line to print. Raises `PullError`."""
+    registry = settings.registry_file
+    ids = {spec.id for spec in load_registry(registry).specs()} if registry.exists() else set()
+    if base not in ids:
+        installed_ids = ", ".join(sorted(ids)) or "none"
+        raise PullError(
+            f"{repo}: no model {base!r} is installed to take it (installed: {installed_ids})"
+        )
+    adapter_name = name or repo.rsplit("/", 1)[-1]
+    # The hub calls and their errors are the presets'; a LoRA is a preset of one folder.
+    source = Preset(
+        name=adapter_name,
+        operation="generate",
+        speed="fast",
+        summary="",
+        licence="",
+        repo=repo,
+        revision=revision,
+        patterns=("*.safetensors",),
+    )
+    weights = [path for path in _listing(source, settings) if path.endswith(".safetensors")]
+    if not weights:
+        raise PullError(f"{repo}: no .safetensors file at {revision} (not a LoRA repository)")
+    target = settings.directory / "loras" / adapter_name
+    _download(source, settings, target)
+    document = _read_document(registry)
+    if "loras" not in document:
+        document.add(tomlkit.nl())
+        document["loras"] = tomlkit.table(is_super_table=True)
+    table = tomlkit.table()
+    table["model"] = repo
+    table["folder"] = str(target.resolve())
+    if len(weights) == 1:
+        table["weight_name"] = weights[0]
+    table["bases"] = [base]
+    loras: Any = document["loras"]
+    loras[adapter_name] = table
+    _write_document(registry, document)
+    return f"{adapter_name}: LoRA for {base} from {repo}, in {target} (registry {registry})"
 
 
 def _preset(name: str) -> Preset:
@@ -208,11 +259,38 @@ def _hub_error(preset: Preset, error: Exception, endpoint: str | None) -> PullEr
             f"{preset.name}: cannot write the download: {error.strerror}; free room and run "
             "the pull again to resume it"
         )
-    where = endpoint or "https://huggingface.co"
+    where = endpoint or HUB
     first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
     if isinstance(error, HfHubHTTPError | LocalEntryNotFoundError):
         return PullError(f"{preset.name}: the hub at {where} failed: {first}")
     return PullError(f"{preset.name}: cannot reach the hub at {where}: {first}")
+
+
+def _check_reachable(preset: Preset, endpoint: str | None) -> None:
+    """Fail at once, in one line, when the hub cannot be reached at all (offline, a name that
+    does not resolve, nothing listening): the hub client would retry each request with back-off
+    for about 25 s, logging every try. Behind a proxy the check is the proxy's to make."""
+    import urllib.request
+    from urllib.parse import urlsplit
+
+    where = endpoint or HUB
+    parts = urlsplit(where)
+    host = parts.hostname or ""
+    proxies = urllib.request.getproxies()
+    if parts.scheme in proxies and not urllib.request.proxy_bypass(host):
+        return
+    port = parts.port or (443 if parts.scheme == "https" else 80)
+    try:
+        with socket.create_connection((host, port), timeout=REACH_SECONDS):
+            pass
+    except socket.gaierror:
+        raise PullError(
+            f"{preset.name}: cannot reach the hub at {where}: the name {host} does not resolve "
+            "(offline?)"
+        ) from None
+    except OSError as error:
+        reason = error.strerror or type(error).__name__
+        raise PullError(f"{preset.name}: cannot reach the hub at {where}: {reason}") from None
 
 
 def _listing(preset: Preset, settings: ModelSettings) -> dict[str, int]:

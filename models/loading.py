@@ -12,10 +12,14 @@ from __future__ import annotations
 import json
 import logging
 import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from models.device import device_memory_gb, load_dtype, torch_dtype
 from models.registry import ModelSpec
+from models.tuning import apply_tuning
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("DIFFUSERS_VERBOSITY", "error")
@@ -92,8 +96,26 @@ def _quiet_loading() -> None:
     transformers.utils.logging.disable_progress_bar()
 
 
+@dataclass
+class LoadTimes:
+    """Seconds each weighted component took to load (onto its device), and the whole load."""
+
+    components: dict[str, float] = field(default_factory=dict)
+    total: float = 0.0
+
+    def __str__(self) -> str:
+        parts = ", ".join(f"{name} {seconds:.2f} s" for name, seconds in self.components.items())
+        return f"{self.total:.2f} s ({parts})" if parts else f"{self.total:.2f} s"
+
+
 def load_pipeline(spec: ModelSpec, device: str) -> Any:
     """The entry's pipeline from its local folder, on `device` or CPU-offloaded."""
+    return load_pipeline_timed(spec, device)[0]
+
+
+def load_pipeline_timed(spec: ModelSpec, device: str) -> tuple[Any, LoadTimes]:
+    """`load_pipeline`, and how long each component took."""
+    started = time.perf_counter()
     if not spec.folder.is_dir():
         raise ModelUnavailable(
             f"the model of {spec.operation!r} ({spec.model}) is not at {spec.folder}: "
@@ -101,13 +123,19 @@ def load_pipeline(spec: ModelSpec, device: str) -> Any:
         )
     cls = diffusers_class(spec.pipeline)
     _quiet_loading()
+    dtype = torch_dtype(load_dtype(spec.dtype, device))
+    times = LoadTimes()
     try:
+        # Offloaded weights stay in CPU memory until used: only weights kept on the device
+        # are read straight onto it.
+        components = load_components(spec, device, dtype, times) if spec.offload == "none" else {}
         pipe = cls.from_pretrained(
             str(spec.folder),
-            dtype=torch_dtype(load_dtype(spec.dtype, device)),
+            dtype=dtype,
             variant=spec.variant,
             local_files_only=True,
             **_absent_optional_components(cls, spec),
+            **components,
         )
     except (OSError, ValueError) as error:
         raise ModelUnavailable(
@@ -126,8 +154,55 @@ def load_pipeline(spec: ModelSpec, device: str) -> Any:
         if spec.offload != "none":
             log.info("offload ignored for %s: the device is %s", spec.model, device)
         pipe.to(device)
-    log.info("loaded %s (%s) for %s on %s", spec.model, spec.pipeline, spec.operation, device)
-    return pipe
+    tuned = apply_tuning(pipe, spec.tuning, device) if spec.offload == "none" else []
+    times.total = time.perf_counter() - started
+    log.info(
+        "loaded %s (%s) for %s on %s in %s%s",
+        spec.model,
+        spec.pipeline,
+        spec.operation,
+        device,
+        times,
+        f"; {', '.join(tuned)}" if tuned else "",
+    )
+    return pipe, times
+
+
+def load_components(spec: ModelSpec, device: str, dtype: Any, times: LoadTimes) -> dict[str, Any]:
+    """The folder's weighted components (the UNet or transformer, the VAE, the text encoders),
+    each read from its safetensors straight onto `device` in `dtype` (`device_map`: no full
+    copy through CPU memory) and timed into `times`; the pipeline class then loads the rest
+    (tokenizers, the scheduler) around them."""
+    import importlib
+
+    index = json.loads((spec.folder / "model_index.json").read_text())
+    loaded: dict[str, Any] = {}
+    for name, value in index.items():
+        folder = spec.folder / name
+        if name.startswith("_") or not isinstance(value, list) or value[0] is None:
+            continue
+        if value[0] not in ("diffusers", "transformers") or not folder.is_dir():
+            continue
+        component_class: Any = getattr(importlib.import_module(value[0]), value[1], None)
+        if not _is_torch_module(component_class):
+            continue  # a tokenizer, a scheduler: no weights
+        variant = spec.variant if spec.variant and _has_variant(folder, spec.variant) else None
+        started = time.perf_counter()
+        loaded[name] = component_class.from_pretrained(
+            str(folder), dtype=dtype, variant=variant, device_map=device, local_files_only=True
+        )
+        times.components[name] = time.perf_counter() - started
+    return loaded
+
+
+def _is_torch_module(component_class: Any) -> bool:
+    import torch
+
+    return isinstance(component_class, type) and issubclass(component_class, torch.nn.Module)
+
+
+def _has_variant(folder: Path, variant: str) -> bool:
+    return any(f".{variant}." in path.name for path in folder.iterdir())
 
 
 def _absent_optional_components(cls: Any, spec: ModelSpec) -> dict[str, None]:

@@ -36,6 +36,11 @@ class Preset:
     smallest_gpu: str = ""
     gated: bool = False
     offload: str = "none"
+    # What a create may ask (`steps`, `guidance`); None: the family's ranges.
+    steps_range: tuple[int, int] | None = None
+    guidance_range: tuple[float, float] | None = None
+    # The registry's `tuning` table (models/tuning.py): what is known to help it on CUDA.
+    tuning: dict[str, Any] = field(default_factory=dict)
     options: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -62,6 +67,12 @@ class Preset:
         entry |= {"batch_limit": self.batch_limit, "memory_gb": self.memory_gb}
         if self.offload != "none":
             entry["offload"] = self.offload
+        if self.steps_range:
+            entry["steps_range"] = list(self.steps_range)
+        if self.guidance_range:
+            entry["guidance_range"] = list(self.guidance_range)
+        if self.tuning:
+            entry["tuning"] = dict(self.tuning)
         if self.options:
             entry["options"] = dict(self.options)
         return entry
@@ -103,6 +114,13 @@ _WAN_I2V = {
 _WAN_CONFIGS = ("scheduler", "tokenizer", "image_processor")
 
 
+# What diffusers' guide to faster text-to-image inference finds to help a UNet model on CUDA
+# (https://huggingface.co/docs/diffusers/tutorials/fast_diffusion): channels-last memory and
+# torch.compile of the UNet (compiled on CUDA only, at warm-up). Not its fused QKV projections:
+# a LoRA adapter (docs/models.md) is loaded into the unfused ones, which fusing bypasses.
+_COMPILED_UNET: dict[str, Any] = {"compile": "denoiser", "channels_last": True}
+
+
 PRESETS: tuple[Preset, ...] = (
     # --- generate ---------------------------------------------------------------------------
     Preset(
@@ -123,6 +141,10 @@ PRESETS: tuple[Preset, ...] = (
         memory_gb=3.1,
         download_gb=2.6,
         smallest_gpu="4 GB at batch 1, tight (6 GB for batch 4), or a CPU",
+        # A distilled model: guidance off, and more steps do not help.
+        steps_range=(1, 4),
+        guidance_range=(0.0, 0.0),
+        tuning=_COMPILED_UNET,
         options={"steps": {"low": 1, "medium": 2, "high": 4}, "guidance": 0.0, "resolution": 512},
     ),
     Preset(
@@ -141,6 +163,8 @@ PRESETS: tuple[Preset, ...] = (
         memory_gb=10.0,
         download_gb=6.9,
         smallest_gpu="12 GB (24 GB for batch 4)",
+        # A batch of four 1024 px images decoded at once is the peak: one at a time instead.
+        tuning=_COMPILED_UNET | {"compile": "denoiser+vae", "vae_slicing": True},
     ),
     Preset(
         name="flux-schnell",
@@ -158,6 +182,8 @@ PRESETS: tuple[Preset, ...] = (
         memory_gb=34.0,
         download_gb=33.7,
         smallest_gpu="40 GB (24 GB with offload, slower)",
+        steps_range=(1, 4),
+        guidance_range=(0.0, 0.0),
         options={"steps": {"low": 2, "medium": 4, "high": 4}, "guidance": 0.0},
     ),
     Preset(
@@ -355,6 +381,18 @@ PRESETS: tuple[Preset, ...] = (
 )
 
 BY_NAME = {preset.name: preset for preset in PRESETS}
+# The presets' licences that forbid commercial use (the model cards say so): named wherever a
+# preset is suggested, so that nobody builds a product on one unawares.
+NON_COMMERCIAL_LICENCES = frozenset({"sai-nc-community", "flux-1-dev-non-commercial"})
+
+
+def licence_terms(licence: str) -> str:
+    """A few words on what a preset's licence allows, for a suggestion to pull it."""
+    if licence in NON_COMMERCIAL_LICENCES:
+        return "is non-commercial: research and personal use only"
+    return "allows commercial use (read its model card)"
+
+
 OPERATIONS = ("generate", "edit", "reframe", "upscale", "animate", "transition")
 # The preset the embedded server's greeting suggests: real text-to-image on a laptop's CPU.
 CPU_PRESET = "sd-turbo"

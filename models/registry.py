@@ -15,11 +15,25 @@ can be overridden with `SFUMATO_MODELS_FILE`), with one table per operation:
     batch_limit = 4                 # images per pipeline call
     memory_gb = 9.5                 # what the loaded weights take on the device
     offload = "none"                # "model" or "sequential": accelerate CPU offload on CUDA
+    steps_range = [1, 4]            # optional: the steps a create may ask (default: family's)
+    guidance_range = [0.0, 0.0]     # optional: the guidance a create may ask (likewise)
+    licence = "sai-nc-community"    # optional: shown by GET /v1/models (a preset's by default)
+    [operations.generate.tuning]     # compile, channels-last, fused QKV, VAE tiling/slicing
+    compile = "denoiser"            # (models/tuning.py); compiled at warm-up, never in a job
     [operations.generate.options]   # free-form, read by the operation's pipeline
     steps = { low = 20, medium = 30, high = 40 }
     ip_adapter = { folder = "ip-adapter", weight_name = "ip-adapter_sdxl.safetensors" }
 
 A `folder` inside an option table is resolved like the entry's own.
+
+LoRA adapters, one table each, name the models (entry ids: a preset's name, else the folder's)
+they fit; a create applies them by name (`loras`), at a scale:
+
+    [loras.pixel-art]
+    model = "nerijs/pixel-art-xl"   # its public id (informative)
+    folder = "loras/pixel-art"
+    weight_name = "pixel-art-xl.safetensors"   # optional: the file in the folder
+    bases = ["sdxl"]
 
 Operations whose entries name the same folder, dtype and variant share one set of weights in
 the cache (text-to-image, image-to-image and inpainting classes made with `from_pipe`).
@@ -35,6 +49,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from models.settings import ModelSettings
+from models.tuning import Tuning
 
 DTYPES = ("float32", "float16", "bfloat16")
 FAMILIES = ("sd15", "sdxl", "sd3", "flux", "other")
@@ -61,7 +76,17 @@ class ModelSpec(BaseModel):
     batch_limit: int = Field(default=1, ge=1, le=64)
     memory_gb: float = Field(default=0.0, ge=0)
     offload: Literal["none", "model", "sequential"] = "none"
+    steps_range: tuple[int, int] | None = None
+    guidance_range: tuple[float, float] | None = None
+    licence: str | None = None
+    tuning: Tuning = Field(default_factory=Tuning)
     options: dict[str, Any] = Field(default_factory=dict)
+
+    @property
+    def id(self) -> str:
+        """The model's id in requests (`model`) and `GET /v1/models`: its preset's name, else
+        its folder's."""
+        return self.preset or self.folder.name
 
     @property
     def weights_key(self) -> tuple[str, str, str]:
@@ -75,12 +100,37 @@ class ModelSpec(BaseModel):
         return hash((self.operation, self.pipeline, self.weights_key))
 
 
-class ModelRegistry:
-    """The operations a registry file configures, each with its `ModelSpec`."""
+class AdapterSpec(BaseModel):
+    """A LoRA adapter, as the registry file gives it (folder resolved to a full path)."""
 
-    def __init__(self, path: Path, specs: dict[str, ModelSpec]) -> None:
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str
+    model: str = ""
+    folder: Path
+    weight_name: str | None = None
+    bases: tuple[str, ...] = Field(min_length=1)
+
+
+class ModelRegistry:
+    """The operations a registry file configures, each with its `ModelSpec`, and the LoRA
+    adapters installed for its models."""
+
+    def __init__(
+        self,
+        path: Path,
+        specs: dict[str, ModelSpec],
+        adapters: dict[str, AdapterSpec] | None = None,
+    ) -> None:
         self.path = path
         self._specs = specs
+        self._adapters = adapters or {}
+
+    def adapters_for(self, model_id: str) -> list[AdapterSpec]:
+        """The adapters that fit the model `model_id`, by name."""
+        return [
+            adapter for _, adapter in sorted(self._adapters.items()) if model_id in adapter.bases
+        ]
 
     def operations(self) -> list[str]:
         return sorted(self._specs)
@@ -108,7 +158,7 @@ def load_registry(path: Path) -> ModelRegistry:
         raise RegistryError(f"the model registry {path} does not exist") from None
     except (OSError, tomllib.TOMLDecodeError) as error:
         raise RegistryError(f"cannot read the model registry {path}: {error}") from None
-    unknown = set(document) - {"operations"}
+    unknown = set(document) - {"operations", "loras"}
     if unknown:
         raise RegistryError(f"{path}: unknown top-level keys {sorted(unknown)}")
     operations = document.get("operations", {})
@@ -134,7 +184,28 @@ def load_registry(path: Path) -> ModelRegistry:
             raise RegistryError(f"{path}: [operations.{name}] {problems}") from None
         if not entry.get("folder"):
             raise RegistryError(f"{path}: [operations.{name}] folder: field required")
-    return ModelRegistry(path, specs)
+    return ModelRegistry(path, specs, _adapters(path, document.get("loras", {})))
+
+
+def _adapters(path: Path, tables: Any) -> dict[str, AdapterSpec]:
+    if not isinstance(tables, dict):
+        raise RegistryError(f"{path}: [loras] must hold one table per adapter")
+    adapters: dict[str, AdapterSpec] = {}
+    for name, entry in tables.items():
+        if not isinstance(entry, dict) or not entry.get("folder"):
+            raise RegistryError(f"{path}: [loras.{name}] folder: field required")
+        folder = Path(str(entry["folder"]))
+        if not folder.is_absolute():
+            folder = (path.parent / folder).resolve()
+        try:
+            adapters[name] = AdapterSpec(**{**entry, "name": name, "folder": folder})
+        except ValidationError as error:
+            problems = "; ".join(
+                f"{'.'.join(str(part) for part in item['loc'])}: {item['msg']}"
+                for item in error.errors()
+            )
+            raise RegistryError(f"{path}: [loras.{name}] {problems}") from None
+    return adapters
 
 
 @functools.lru_cache(maxsize=8)

@@ -8,12 +8,14 @@ nothing is downloaded. The pictures are noise; the code path is the real one.
 
     sd15/        StableDiffusionPipeline (generate; reframe via from_pipe -> inpainting)
     ip-adapter/  an IP-Adapter for sd15 (`ip_adapter = { folder = "ip-adapter", ... }`)
+    tiny-lora/   a LoRA adapter for sd15's UNet, random (not zero) weights (`[loras.tiny-lora]`)
     pix2pix/     StableDiffusionInstructPix2PixPipeline (edit: an 8-channel UNet)
     upscaler/    StableDiffusionUpscalePipeline (upscale: a 7-channel UNet, x4 VAE)
 
 `build_turbo_sized(folder)` saves SD-Turbo's architecture at full size with random weights, laid
 out and registered as `sfumato models pull sd-turbo` would: for timing a GPU where the real
 weights cannot be fetched (the work per step is the real model's; the pictures are noise).
+`build_sdxl_sized(folder)` does the same for SDXL base 1.0 (the `sdxl` preset).
 """
 
 from __future__ import annotations
@@ -179,6 +181,33 @@ def write_ip_adapter(unet: Any, folder: Path) -> None:
     ).save_pretrained(str(folder / "image_encoder"))
 
 
+def write_tiny_lora(unet: Any, folder: Path) -> None:
+    """A LoRA adapter of `unet`'s attention projections, saved as diffusers saves one
+    (`pytorch_lora_weights.safetensors`). peft starts an adapter's up-projections at zero (no
+    effect); here they are random, so the adapter visibly changes what the model makes."""
+    import copy
+
+    import torch
+    from diffusers import StableDiffusionPipeline
+    from peft import LoraConfig
+    from peft.utils import get_peft_model_state_dict
+
+    adapted = copy.deepcopy(unet)
+    adapted.add_adapter(
+        LoraConfig(r=4, lora_alpha=4, target_modules=["to_q", "to_k", "to_v", "to_out.0"])
+    )
+    generator = torch.Generator().manual_seed(5)
+    with torch.no_grad():
+        for name, parameter in adapted.named_parameters():
+            if "lora_B" in name:
+                parameter.copy_(torch.randn(parameter.shape, generator=generator) * 0.5)
+    StableDiffusionPipeline.save_lora_weights(
+        str(folder),
+        unet_lora_layers=get_peft_model_state_dict(adapted),
+        safe_serialization=True,
+    )
+
+
 def _save(pipeline: Any, folder: Path) -> None:
     pipeline.save_pretrained(str(folder), safe_serialization=True)
 
@@ -269,6 +298,7 @@ def build_tiny_models(folder: Path, generate_steps: int = 2) -> Path:
     )
     _save(sd_pipeline(tokenizer, unet, _vae(), scheduler), folder / "sd15")
     write_ip_adapter(unet, folder / "ip-adapter")
+    write_tiny_lora(unet, folder / "tiny-lora")
     torch.manual_seed(1)
     _save(pix2pix_pipeline(tokenizer, _vae()), folder / "pix2pix")
     torch.manual_seed(2)
@@ -396,4 +426,91 @@ steps = 1
 guidance = 1.0
 tile = 128
 overlap = 16
+
+[loras.tiny-lora]
+model = "sfumato/tiny-lora"
+folder = "tiny-lora"
+bases = ["sd15"]
 """
+
+
+def build_sdxl_sized(folder: Path, dtype: str = "float16") -> Path:
+    """SDXL base 1.0's architecture (its UNet of 2.6 billion parameters, CLIP ViT-L and OpenCLIP
+    ViT-bigG's text towers, the SDXL VAE) with random weights, saved in fp16 files under
+    `folder`/sdxl as the preset's pull lays them out (once), and registered for generate with
+    the preset's entry in `dtype`; returns the registry file. The tokenizers are the tiny byte
+    one at CLIP's 77 tokens."""
+    import dataclasses
+    import tempfile
+
+    import torch
+    from diffusers import EulerDiscreteScheduler, StableDiffusionXLPipeline
+    from diffusers import UNet2DConditionModel as UNet
+    from transformers import CLIPTokenizer
+
+    from models.install import register
+    from models.presets import preset_named
+
+    preset = preset_named("sdxl")
+    weights = folder / preset.folder
+    if not (weights / "model_index.json").exists():
+        with tempfile.TemporaryDirectory() as tokenizer_folder:
+            write_tokenizer(Path(tokenizer_folder), max_length=77)
+            tokenizer = CLIPTokenizer.from_pretrained(tokenizer_folder)
+        torch.manual_seed(0)
+        pipeline: Any = StableDiffusionXLPipeline(
+            vae=_vae(
+                levels=4,
+                channels=(128, 256, 512, 512),
+                layers_per_block=2,
+                sample_size=1024,
+                scaling_factor=0.13025,
+            ),
+            text_encoder=_text_encoder(
+                vocab_size=CLIP_VOCAB_SIZE,
+                max_position_embeddings=77,
+                hidden_size=768,
+                intermediate_size=3072,
+                num_attention_heads=12,
+                num_hidden_layers=12,
+                hidden_act="quick_gelu",
+                projection_dim=768,
+            ),
+            text_encoder_2=_text_encoder(
+                with_projection=True,
+                vocab_size=CLIP_VOCAB_SIZE,
+                max_position_embeddings=77,
+                hidden_size=1280,
+                intermediate_size=5120,
+                num_attention_heads=20,
+                num_hidden_layers=32,
+                hidden_act="gelu",
+                projection_dim=1280,
+            ),
+            tokenizer=tokenizer,
+            tokenizer_2=tokenizer,
+            unet=UNet(
+                sample_size=128,
+                layers_per_block=2,
+                block_out_channels=(320, 640, 1280),
+                down_block_types=(
+                    "DownBlock2D",
+                    "CrossAttnDownBlock2D",
+                    "CrossAttnDownBlock2D",
+                ),
+                up_block_types=("CrossAttnUpBlock2D", "CrossAttnUpBlock2D", "UpBlock2D"),
+                transformer_layers_per_block=(1, 2, 10),
+                attention_head_dim=(5, 10, 20),
+                cross_attention_dim=2048,
+                use_linear_projection=True,
+                addition_embed_type="text_time",
+                addition_time_embed_dim=256,
+                projection_class_embeddings_input_dim=2816,
+            ),
+            scheduler=EulerDiscreteScheduler(**SD_SCHEDULE, steps_offset=1),
+        )
+        pipeline.to(torch.float16)
+        pipeline.save_pretrained(str(weights), safe_serialization=True, variant="fp16")
+    registry = folder / "models.toml"
+    register(registry, dataclasses.replace(preset, dtype=dtype), replace=True)
+    return registry

@@ -8,6 +8,7 @@ its input type and its protocol here (`GeneratePipeline` ... `ExtractStylePipeli
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
@@ -32,6 +33,29 @@ class JobControl(Protocol):
         within the job's progress); raises `Cancelled` when the job has been cancelled."""
 
 
+@runtime_checkable
+class PreviewControl(Protocol):
+    """A `JobControl` that also shows live previews (the worker's): a pipeline asks
+    `wants_preview` (cheap, at every step) and only then makes the picture for `preview` (at
+    most 256 px is shown). Other controls have no previews."""
+
+    def wants_preview(self) -> bool: ...
+
+    def preview(self, image: Image.Image) -> None: ...
+
+
+def wants_preview(control: JobControl) -> bool:
+    """Whether `control` shows previews and would show one now."""
+    return isinstance(control, PreviewControl) and control.wants_preview()
+
+
+def offer_preview(control: JobControl, picture: Callable[[], Image.Image]) -> None:
+    """Show an intermediate stage's picture as the job's live preview, when its control shows
+    previews and wants one now (only then is `picture` called to make it)."""
+    if isinstance(control, PreviewControl) and control.wants_preview():
+        control.preview(picture())
+
+
 class NoControl:
     """The control of a run no job stands behind (a smoke test, a benchmark, a gallery): its
     progress goes nowhere and nothing cancels it."""
@@ -50,6 +74,14 @@ class Pipeline(Protocol):
     def run(self, inputs: Any, control: JobControl) -> Any: ...
 
 
+@runtime_checkable
+class WarmsUp(Protocol):
+    """A pipeline with work to do before its first job (compiling its model for the shapes it
+    will run: models/tuning.py); `warm_up` returns what it did, for the worker's start-up log."""
+
+    def warm_up(self) -> list[str]: ...
+
+
 @dataclass(frozen=True)
 class StyleHints:
     """What a saved brand style lends a generation."""
@@ -60,7 +92,17 @@ class StyleHints:
 
 
 @dataclass(frozen=True)
+class Adapter:
+    """A LoRA adapter to apply (installed for the model), at `scale`."""
+
+    name: str
+    scale: float = 1.0
+
+
+@dataclass(frozen=True)
 class GenerateInput:
+    """Image `i` of `variations` uses its own seed, derived from `seed` (docs/api.md)."""
+
     prompt: str
     width: int
     height: int
@@ -69,6 +111,12 @@ class GenerateInput:
     seed: int = 0
     references: tuple[Image.Image, ...] = ()
     style: StyleHints | None = None
+    # Steering (None: the model's defaults for `quality`); a pipeline that cannot use one of
+    # these says so in its notes.
+    negative_prompt: str | None = None
+    steps: int | None = None
+    guidance: float | None = None
+    adapters: tuple[Adapter, ...] = ()
 
 
 @dataclass
@@ -93,6 +141,12 @@ class EditInput:
     seed: int = 0
     references: tuple[Image.Image, ...] = ()
     style: StyleHints | None = None
+    negative_prompt: str | None = None
+    steps: int | None = None
+    guidance: float | None = None
+    adapters: tuple[Adapter, ...] = ()
+    # The area to change, the source's size: white (255) changes, black keeps.
+    mask: Image.Image | None = None
 
 
 @runtime_checkable

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from typing import Literal, overload
 
 from models.cache import shared_cache
-from models.registry import registered_operations
+from models.registry import find_registry, registered_operations
 from models.settings import ModelSettings
 from pipelines.base import (
     AnimatePipeline,
@@ -42,19 +42,31 @@ DIFFUSION = {
 }
 
 
+# The id of the builtin pipelines as a model (GET /v1/models): served for every operation.
+BUILTIN_MODEL = "builtin"
+
+
+class ModelNotServed(LookupError):
+    """A job names a model this worker does not have (its registry changed since the create)."""
+
+
 class PipelineRegistry:
     """Instantiates each operation's pipeline once per process and keeps it (model caching).
 
     `models` (default: read from the environment) locates the model registry; pipelines whose
-    constructor takes `models` (the diffusion ones) are given it."""
+    constructor takes `models` (the diffusion ones) are given it. An operation's models are its
+    default (the registry's entry, else builtin) and the builtin pipeline, which every worker
+    has: a job naming `builtin` runs there whatever the default."""
 
     def __init__(
         self, overrides: dict[str, str] | None = None, models: ModelSettings | None = None
     ) -> None:
         self.models = models or ModelSettings()
-        diffusion = {op: DIFFUSION[op] for op in registered_operations(self.models)}
+        self._diffusion = registered_operations(self.models)
+        diffusion = {op: DIFFUSION[op] for op in self._diffusion}
         self._targets = {**BUILTIN, **diffusion, **(overrides or {})}
         self._loaded: dict[str, Pipeline] = {}
+        self._builtin: dict[str, Pipeline] = {}
         self._lock = threading.Lock()
 
     def operations(self) -> list[str]:
@@ -70,6 +82,24 @@ class PipelineRegistry:
     def target(self, operation: str) -> str | None:
         """The `module:Class` serving `operation`."""
         return self._targets.get(operation)
+
+    def default_model(self, operation: str) -> str:
+        """The id of the model an operation's jobs run on when they name none."""
+        if operation not in self._diffusion:
+            return BUILTIN_MODEL
+        return find_registry(self.models).spec(operation).id
+
+    def for_model(self, operation: str, model: str | None) -> Pipeline:
+        """The pipeline serving `operation` with `model` (None: the default). Raises
+        ModelNotServed for a model this worker does not have."""
+        if model is None or model == self.default_model(operation):
+            return self.get(operation)
+        if model != BUILTIN_MODEL or operation not in BUILTIN:
+            raise ModelNotServed(f"this worker does not serve the model {model!r} for {operation}")
+        with self._lock:
+            if operation not in self._builtin:
+                self._builtin[operation] = _instantiate(BUILTIN[operation], self.models)
+            return self._builtin[operation]
 
     # Typed by the operation named: `get("generate")` is a GeneratePipeline.
     @overload
@@ -98,10 +128,7 @@ class PipelineRegistry:
                 target = self._targets.get(operation)
                 if target is None:
                     raise LookupError(f"no pipeline serves the operation {operation!r}")
-                module_name, _, class_name = target.partition(":")
-                pipeline_class = getattr(importlib.import_module(module_name), class_name)
-                takes_models = "models" in inspect.signature(pipeline_class).parameters
-                pipeline = pipeline_class(models=self.models) if takes_models else pipeline_class()
+                pipeline = _instantiate(target, self.models)
                 if not isinstance(pipeline, Pipeline) or pipeline.operation != operation:
                     served = getattr(pipeline, "operation", None)
                     raise TypeError(
@@ -110,3 +137,11 @@ class PipelineRegistry:
                     )
                 self._loaded[operation] = pipeline
             return self._loaded[operation]
+
+
+def _instantiate(target: str, models: ModelSettings) -> Pipeline:
+    module_name, _, class_name = target.partition(":")
+    pipeline_class = getattr(importlib.import_module(module_name), class_name)
+    takes_models = "models" in inspect.signature(pipeline_class).parameters
+    pipeline: Pipeline = pipeline_class(models=models) if takes_models else pipeline_class()
+    return pipeline

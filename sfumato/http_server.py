@@ -27,6 +27,7 @@ from collections.abc import Callable
 from typing import Any
 
 import uvicorn
+from uvicorn.config import LOGGING_CONFIG
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 from core.settings import Settings
@@ -143,7 +144,13 @@ def server_config(
         http=protocol,
         limit_concurrency=settings.max_concurrency,
         timeout_graceful_shutdown=10,
+        # uvicorn's access log stays off: `--access-log` is the gateway's own (gateway.metrics).
         access_log=False,
+        # X-Forwarded-* count only from SFUMATO_TRUSTED_PROXIES, in the app (gateway/app.py);
+        # uvicorn's own default trusts them from 127.0.0.1.
+        proxy_headers=False,
+        # JSON logs: uvicorn's own lines go through the root logger's JSON handler too.
+        log_config=None if settings.log_format == "json" else LOGGING_CONFIG,
     )
 
 
@@ -160,6 +167,10 @@ class GatewayServer(uvicorn.Server):
 
     async def startup(self, sockets: list[socket.socket] | None = None) -> None:
         await super().startup(sockets)
+        if self.started and self.servers and self.servers[0].sockets:
+            host, port = self.servers[0].sockets[0].getsockname()[:2]
+            host = f"[{host}]" if ":" in host else host
+            self.gateway.own_url = f"http://{host}:{port}"
         if self.started and self.on_started is not None:
             self.on_started()
 

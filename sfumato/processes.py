@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 from core.jobs.contract import QUEUES
 from core.jobs.lifecycle import JobLifecycle
+from core.served_models import ServedModels
 from core.services import Services
 from core.styles.semantics import AssetSemantics, SentenceModelLoad
 from sfumato.startup import StartupPhases
@@ -62,13 +63,30 @@ def job_runner(services: Services, semantics: AssetSemantics, lifecycle: JobLife
     return JobRunner(services, pipeline_registry(services), semantics, lifecycle)
 
 
+def served_models(services: Services) -> ServedModels:
+    """The models creates may pick, from the registry file the workers load. A registry the
+    gateway cannot read leaves every create on its operation's default, unsteered (a worker
+    refuses to start on it and says why)."""
+    from models.registry import RegistryError
+    from models.settings import ModelSettings
+    from sfumato.served import served_models as read_served_models
+
+    try:
+        return read_served_models(ModelSettings(data_dir=services.settings.data_dir))
+    except RegistryError as error:
+        log.warning("no model can be picked or steered per request: %s", error)
+        return ServedModels()
+
+
 def build_gateway(services: Services, run_workers: bool) -> Gateway:
     """What one gateway process holds; with `run_workers`, the embedded workers too."""
     from core.jobs.creation import JobCreation
+    from core.webhooks.deliverer import WebhookDeliverer
     from gateway.jobs.reads import JobReads
     from gateway.limits import RateLimiter
     from gateway.metrics import GatewayMetrics
     from gateway.runtime import Gateway
+    from gateway.webhooks.presenter import WebhookPayloads
 
     settings = services.settings
     lifecycle = JobLifecycle.for_services(services)
@@ -82,17 +100,21 @@ def build_gateway(services: Services, run_workers: bool) -> Gateway:
         workers = EmbeddedWorkers(
             services, runner, {queue: queues.of(queue).concurrency for queue in QUEUES}
         )
-    return Gateway(
+    metrics = GatewayMetrics(services.events)
+    gateway = Gateway(
         services=services,
         lifecycle=lifecycle,
-        creation=JobCreation(services, lifecycle),
+        creation=JobCreation(services, lifecycle, served_models(services)),
         limiter=RateLimiter.from_settings(settings, services.config.rate_limits),
-        metrics=GatewayMetrics(services.events),
+        metrics=metrics,
         job_reads=JobReads(services.db, services.events, settings.wait_seconds),
         semantics=semantics,
         sentence_model=SentenceModelLoad(semantics),
         embedded_workers=workers,
     )
+    payloads = WebhookPayloads(services, lambda: gateway.own_url)
+    gateway.deliverer = WebhookDeliverer(services.db, settings, payloads, metrics)
+    return gateway
 
 
 def serve(

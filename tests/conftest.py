@@ -20,22 +20,24 @@ import os
 import tempfile
 import uuid
 from collections.abc import Iterator
-from contextlib import ExitStack
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
 import psycopg
 import pytest
 import redis
 
+from benchmarks.testkit.pipelines import STEERABLE_PIPELINES
+from benchmarks.testkit.sites import site_server
 from pipelines.styles import Browser, Fetcher
 from tests.support.s3 import s3_server
-from tests.support.service import TEST_PIPELINES, Mode, Service, running_service
-from tests.support.styles import loopback_fetcher, session_browser, site_server
+from tests.support.service import Mode, Service, running_service
+from tests.support.styles import loopback_fetcher, session_browser
 
 POSTGRES_URL = os.environ.get("SFUMATO_TEST_POSTGRES_URL")
 REDIS_URL = os.environ.get("SFUMATO_TEST_REDIS_URL")
 COMMON_ENV = {
-    "SFUMATO_PIPELINES": TEST_PIPELINES,
+    "SFUMATO_PIPELINES": STEERABLE_PIPELINES,
     "SFUMATO_LEASE_SECONDS": "2",
     "SFUMATO_SWEEP_INTERVAL_SECONDS": "0.5",
     "SFUMATO_WAIT_SECONDS": "4",
@@ -51,9 +53,10 @@ def _sqlalchemy_url(url: str) -> str:
     return url.replace("postgresql://", "postgresql+psycopg://", 1)
 
 
-@pytest.fixture(scope="session")
-def postgres_database() -> Iterator[str]:
-    """A fresh database on the test PostgreSQL server, dropped at the end."""
+@contextmanager
+def fresh_postgres_database() -> Iterator[str]:
+    """A database of its own on the test PostgreSQL server (its SQLAlchemy URL), dropped at
+    the end; skips the test without one."""
     if not POSTGRES_URL:
         pytest.skip("distributed mode needs SFUMATO_TEST_POSTGRES_URL (set by .ci/run)")
     name = f"sfumato_test_{uuid.uuid4().hex[:10]}"
@@ -67,11 +70,18 @@ def postgres_database() -> Iterator[str]:
             connection.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
+@pytest.fixture(scope="session")
+def postgres_database() -> Iterator[str]:
+    """A fresh database on the test PostgreSQL server, dropped at the end."""
+    with fresh_postgres_database() as url:
+        yield url
+
+
 WHOLE_MACHINE = "whole-machine"
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    """The file the steerable test pipelines log to (tests/support/pipelines.py), one per test
+    """The file the steerable test pipelines log to (benchmarks/testkit/pipelines.py), one per test
     process, inherited by the worker processes it starts."""
     folder = Path(tempfile.mkdtemp(prefix="sfumato-test-pipelines-"))
     os.environ.setdefault("SFUMATO_TEST_PIPELINE_LOG", str(folder / "events.log"))

@@ -22,7 +22,9 @@ from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
-from pipelines.base import Cancelled, ImageOutput, JobControl
+from PIL import Image
+
+from pipelines.base import Cancelled, ImageOutput, JobControl, PreviewControl, wants_preview
 
 log = logging.getLogger(__name__)
 
@@ -56,6 +58,13 @@ class _MemberControl:
     def progress(self, fraction: float, message: str | None = None) -> None:
         self.fraction = fraction
         self.control.progress(fraction, message)
+
+    def wants_preview(self) -> bool:
+        return wants_preview(self.control)
+
+    def preview(self, image: Image.Image) -> None:
+        if isinstance(self.control, PreviewControl):
+            self.control.preview(image)
 
 
 @dataclass

@@ -13,6 +13,7 @@ from PIL import Image
 from core.images import decode_first_frame
 from core.jobs.contract import (
     AnimateJobInputs,
+    AppliedAdapter,
     EditJobInputs,
     GenerateJobInputs,
     InputImage,
@@ -26,6 +27,7 @@ from core.services import Services
 from core.storage import StorageError
 from core.tables import JobRow
 from pipelines.base import (
+    Adapter,
     AnimateInput,
     EditInput,
     GenerateInput,
@@ -64,8 +66,12 @@ class Operations:
                 seed=job.seed,
                 references=self._load_images(inputs.references),
                 style=_style_hints(inputs.style),
+                negative_prompt=inputs.negative_prompt,
+                steps=inputs.steps,
+                guidance=inputs.guidance,
+                adapters=_adapters(inputs.loras),
             )
-            return self._run_image(job, generate, control)
+            return self._run_image(job, generate, control, inputs.model)
         if isinstance(inputs, EditJobInputs):
             edit = EditInput(
                 prompt=inputs.prompt,
@@ -73,8 +79,13 @@ class Operations:
                 seed=job.seed,
                 references=self._load_images(inputs.references),
                 style=_style_hints(inputs.style),
+                negative_prompt=inputs.negative_prompt,
+                steps=inputs.steps,
+                guidance=inputs.guidance,
+                adapters=_adapters(inputs.loras),
+                mask=None if inputs.mask is None else self._load_image(inputs.mask),
             )
-            return self._run_image(job, edit, control)
+            return self._run_image(job, edit, control, inputs.model)
         if isinstance(inputs, ReframeJobInputs | UpscaleJobInputs):
             # Both bring the source image to the job's width and height.
             input_type = ReframeInput if isinstance(inputs, ReframeJobInputs) else UpscaleInput
@@ -105,8 +116,16 @@ class Operations:
             return self._run_video(job, transition, control)
         raise LookupError(f"no video pipeline runs the operation {job.operation!r}")
 
-    def _run_image(self, job: JobRow, request: Any, control: JobControl) -> ImageOutput:
-        return self.batcher.run(self.pipelines.get(job.operation), request, control)
+    def model_of(self, job: JobRow) -> str:
+        """The id of the model a job runs on: the one it named, else its operation's default."""
+        named: str | None = getattr(inputs_of(job.operation, job.inputs), "model", None)
+        return named or self.pipelines.default_model(job.operation)
+
+    def _run_image(
+        self, job: JobRow, request: Any, control: JobControl, model: str | None = None
+    ) -> ImageOutput:
+        pipeline = self.pipelines.for_model(job.operation, model)
+        return self.batcher.run(pipeline, request, control)
 
     def _run_video(self, job: JobRow, request: Any, control: JobControl) -> VideoOutput:
         output: VideoOutput = self.pipelines.get(job.operation).run(request, control)
@@ -137,6 +156,10 @@ def _clip_fields(
         "seed": job.seed,
         "output_path": output_path,
     }
+
+
+def _adapters(loras: list[AppliedAdapter]) -> tuple[Adapter, ...]:
+    return tuple(Adapter(lora.name, lora.scale) for lora in loras)
 
 
 def _style_hints(style: LentStyle | None) -> StyleHints | None:

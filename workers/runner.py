@@ -20,6 +20,7 @@ from workers import metrics
 from workers.batching import Batcher
 from workers.claims import ClaimLost, LeaseKeeper, Leases, claim_job
 from workers.operations import Operations
+from workers.previews import PreviewPublisher
 from workers.progress import STORING, PipelineProgress
 from workers.settling import Settlement
 from workers.shutdown import InFlight, ShuttingDown
@@ -49,6 +50,7 @@ class JobRunner:
         self.style_extraction = StyleExtraction(services, pipelines, semantics, self.store)
         self.settlement = Settlement(lifecycle, self.store)
         self.leases = Leases(lifecycle)
+        self.previews = PreviewPublisher(lifecycle, services.settings.preview_seconds)
         count_model_cache_lookups(pipelines)
 
     def warm_up(self, queues: Sequence[str]) -> None:
@@ -75,6 +77,8 @@ class JobRunner:
         job = claim.job
         started = time.perf_counter()
         stored: list[Media] = []
+        if self.previews.enabled:
+            self.previews.start(claim)
         try:
             with self.leases.keep(claim) as keeper:
                 outcome = self._produce(job, keeper)
@@ -86,6 +90,8 @@ class JobRunner:
         except Exception as error:
             self.settlement.fail(claim, error, stored, started)
             return
+        finally:
+            self.previews.finish(job)
         if job.queue == Queue.VIDEO:
             self.store.poster(job, stored[0])
 
@@ -93,11 +99,11 @@ class JobRunner:
         """The job's output, stored (not yet saved to the job)."""
         if job.operation == Operation.EXTRACT_STYLE:
             return self.style_extraction.run(job, keeper)
-        control = PipelineProgress(keeper)
+        control = PipelineProgress(keeper, self.previews, job.id)
         if job.queue != Queue.VIDEO:
             images = self.operations.run_image(job, control)
             keeper.progress(STORING, "storing")
-            return self.store.images(job, images)
+            return self.store.images(job, images, self.operations.model_of(job))
         # A video pipeline writes its clip into a folder of its own (an image one needs none:
         # making and removing it was a tenth of a small image job).
         with tempfile.TemporaryDirectory(prefix="sfumato-job-") as scratch:

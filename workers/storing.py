@@ -50,8 +50,9 @@ class OutputStore:
         self.services = services
         self.lifecycle = lifecycle
 
-    def images(self, job: JobRow, output: ImageOutput) -> Outcome:
-        """PNGs, one media row each; nothing is left behind if one cannot be stored."""
+    def images(self, job: JobRow, output: ImageOutput, model: str | None = None) -> Outcome:
+        """PNGs, one media row each; nothing is left behind if one cannot be stored. The result
+        says the seed and `model` that made them (so the job can be reproduced)."""
         media: list[Media] = []
         stored: list[StoredImage] = []
         try:
@@ -76,7 +77,9 @@ class OutputStore:
             self.discard(media)
             raise
         return Outcome(
-            ImagesResult(images=stored), media, NOTES_SEPARATOR.join(output.notes) or None
+            ImagesResult(images=stored, seed=job.seed, model=model),
+            media,
+            NOTES_SEPARATOR.join(output.notes) or None,
         )
 
     def video(self, job: JobRow, output: VideoOutput) -> Outcome:
@@ -97,7 +100,9 @@ class OutputStore:
             height=output.height,
         )
         return Outcome(
-            VideoResult(video=video), [media], NOTES_SEPARATOR.join(output.notes) or None
+            VideoResult(video=video, seed=job.seed),
+            [media],
+            NOTES_SEPARATOR.join(output.notes) or None,
         )
 
     def poster(self, job: JobRow, video: Media) -> None:

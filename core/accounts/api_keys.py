@@ -33,9 +33,22 @@ def hash_key(plaintext: str) -> str:
     return hashlib.sha256(plaintext.encode()).hexdigest()
 
 
-def create_key(db: Database, email: str, name: str, expires_in_days: int | None) -> NewKey:
-    if not name.strip():
+# A key's name, however it is named (the dashboard, the CLI): the column's length, which
+# PostgreSQL enforces (a longer name was a 500 there, and stored whole on SQLite).
+MAX_KEY_NAME_LENGTH = 200
+
+
+def _key_name(name: str) -> str:
+    name = name.strip()
+    if not name:
         raise AccountError("a key needs a name")
+    if len(name) > MAX_KEY_NAME_LENGTH:
+        raise AccountError(f"a key's name has at most {MAX_KEY_NAME_LENGTH} characters")
+    return name
+
+
+def create_key(db: Database, email: str, name: str, expires_in_days: int | None) -> NewKey:
+    name = _key_name(name)
     if expires_in_days is not None and expires_in_days <= 0:
         raise AccountError("--expires-in must be a positive number of days")
     account = find_account(db, email)
@@ -43,17 +56,16 @@ def create_key(db: Database, email: str, name: str, expires_in_days: int | None)
     expires_at = utcnow() + timedelta(days=expires_in_days) if expires_in_days else None
     with db.write() as session:
         key = repository.add_key(
-            session, account.id, name.strip(), plaintext[:10], hash_key(plaintext), expires_at
+            session, account.id, name, plaintext[:10], hash_key(plaintext), expires_at
         )
     return NewKey(key=key, plaintext=plaintext)
 
 
 def rename_key(db: Database, key_id: str, name: str, owner_id: str | None = None) -> ApiKey:
-    if not name.strip():
-        raise AccountError("a key needs a name")
+    name = _key_name(name)
     with db.write() as session:
         key = _owned_key(session, key_id, owner_id)
-        key.name = name.strip()
+        key.name = name
         return key
 
 

@@ -21,6 +21,10 @@ MAX_PASSWORD_LENGTH = 1024
 PASSWORDS = PasswordHasher()
 
 
+class WrongPassword(AccountError):
+    """The current password given for a change is not the account's."""
+
+
 @functools.cache
 def _unknown_account_hash() -> str:
     """Verified against when the email is unknown, so an unknown email costs what a wrong
@@ -66,7 +70,7 @@ def change_password(db: Database, account_id: str, current: str, new: str) -> Ac
     with db.read() as session:
         account = repository.get_account(session, account_id)
     if account is None or not _password_matches(account.password_hash, current):
-        raise AccountError("the current password is not right")
+        raise WrongPassword("the current password is not right")
     return set_password(db, account.email, new)
 
 

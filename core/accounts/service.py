@@ -86,15 +86,23 @@ def set_plan(db: Database, events: JobEvents, email: str, plan_id: str) -> Accou
     return account
 
 
+# What one grant may add, and what a balance may hold: the ledger's columns are 32-bit
+# integers, so a larger number would be a database error (a 500), not a refusal.
+MAX_GRANT = 1_000_000_000
+MAX_BALANCE = 2**31 - 1
+
+
 def grant_credits(db: Database, email: str, amount: int, reason: str) -> Account:
-    if amount <= 0:
-        raise AccountError("credits to grant must be a positive number")
+    if not 0 < amount <= MAX_GRANT:
+        raise AccountError(f"credits to grant must be a whole number from 1 to {MAX_GRANT:,}")
     if not reason.strip():
         raise AccountError("a grant needs a reason")
     with db.write() as session:
         account = repository.account_by_email(session, email.strip().lower())
         if account is None:
             raise AccountError(f"no account for {email}")
+        if account.credit_balance + amount > MAX_BALANCE:
+            raise AccountError(f"a balance holds at most {MAX_BALANCE:,} credits")
         credits.grant(session, account.id, amount, reason.strip())
         session.refresh(account)
         return account

@@ -10,7 +10,7 @@ import itertools
 import logging
 import threading
 from collections import defaultdict
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 
 from core.events.credentials import CredentialsMarker
@@ -20,6 +20,13 @@ log = logging.getLogger(__name__)
 _Waiter = tuple[asyncio.AbstractEventLoop, Callable[[], None], bool]
 # Ordinal of each wake delivered to a watch and of each read begun after wakes (`JobWatch`).
 _ordinals = itertools.count()
+
+
+def queue_moved_key(queue: str) -> str:
+    """The bus's key of "the queue moved on" (one of its jobs started, or left it pending): the
+    event streams of its pending jobs wait on it beside their own job's (their positions moved).
+    Sent and received as a progress event of that key, which no job id can be."""
+    return f"queue:{queue}"
 
 
 class JobEvents:
@@ -53,6 +60,10 @@ class JobEvents:
     def publish_progress(self, job_id: str) -> None:
         """The job's progress moved on (its state did not change). Callable from any thread."""
         self._wake(job_id, progress=True)
+
+    def publish_queue_moved(self, queue: str) -> None:
+        """A job of `queue` started or left it while pending. Callable from any thread."""
+        self.publish_progress(queue_moved_key(queue))
 
     def _wake(self, job_id: str, progress: bool) -> None:
         with self._lock:
@@ -88,6 +99,17 @@ class JobEvents:
             yield event
         finally:
             self._remove(job_id, entry)
+
+    @contextlib.contextmanager
+    def subscribe_queue(self, queue: str, event: asyncio.Event) -> Iterator[None]:
+        """Set `event` (a stream's, from `subscribe`) when `queue` moves on, too."""
+        entry = (asyncio.get_running_loop(), event.set, True)
+        key = queue_moved_key(queue)
+        self._add(key, entry)
+        try:
+            yield
+        finally:
+            self._remove(key, entry)
 
     def watch(self, job_id: str) -> JobWatch:
         """A long-poll's lighter subscription to the job's state events (`with` it, before

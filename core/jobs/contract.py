@@ -42,6 +42,17 @@ def video_folder(job_id: str) -> str:
     return f"videos/{job_id}/"
 
 
+def preview_folder(job_id: str) -> str:
+    """Where the live previews of a job in progress are stored (`previews/<job>/<n>.jpg`, n
+    counting up); emptied when the job ends."""
+    return f"previews/{job_id}/"
+
+
+def preview_number(key: str) -> int:
+    """The `n` of a preview's key: which preview of its job it is."""
+    return int(key.rsplit("/", 1)[-1].split(".", 1)[0])
+
+
 class JobType(StrEnum):
     """What the API calls a job (`type`): an edit, resize and upscale are all `image.edit`."""
 
@@ -140,15 +151,42 @@ VideoResolution = Literal["480p", "720p"]
 FramesAspectRatio = Literal["16:9", "9:16", "4:3", "3:4", "1:1", "21:9", "auto"]
 AnimateDuration = Annotated[float, Field(ge=1, le=15)]
 FramesDuration = Annotated[float, Field(ge=4, le=15)]
+# Steering (extensions, issue 33). A seed picks the noise: the same seed and inputs on the same
+# pipeline, model and hardware make the same output.
+SEED_MAX = 2**32 - 1
+Seed = Annotated[int, Field(ge=0, le=SEED_MAX)]
+# Loose outer bounds; each model's own range (the model catalogue) is checked at create time.
+Steps = Annotated[int, Field(ge=1, le=200)]
+Guidance = Annotated[float, Field(ge=0, le=50)]
+ModelId = Annotated[str, StringConstraints(min_length=1, max_length=100)]
+AdapterName = Annotated[str, StringConstraints(min_length=1, max_length=100)]
+AdapterScale = Annotated[float, Field(ge=0, le=2)]
+MAX_ADAPTERS = 4
+
+
+def at_default(model: BaseModel, names: frozenset[str]) -> set[str]:
+    """Which of the fields `names` hold their default: extensions a dump leaves out, so that
+    what was written before they existed is written (and hashed) as it always was."""
+    fields = type(model).model_fields
+    return {
+        name
+        for name in names
+        if getattr(model, name) == fields[name].get_default(call_default_factory=True)
+    }
 
 
 class Stored(BaseModel):
-    """A part of a job row's JSON: Python names, the stored camelCase keys as aliases."""
+    """A part of a job row's JSON: Python names, the stored camelCase keys as aliases. Fields
+    added later (`EXTENSIONS`) are stored only when set, so older rows round-trip unchanged."""
 
     model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, frozen=True)
 
+    EXTENSIONS: ClassVar[frozenset[str]] = frozenset()
+
     def stored(self) -> dict[str, Any]:
-        return self.model_dump(mode="json", by_alias=True)
+        return self.model_dump(
+            mode="json", by_alias=True, exclude=at_default(self, self.EXTENSIONS)
+        )
 
 
 # Inputs: what a worker needs, resolved at create time (images already in our storage).
@@ -174,6 +212,13 @@ class LentStyle(Stored):
     aesthetic: str
 
 
+class AppliedAdapter(Stored):
+    """A LoRA adapter a generation applies, and at what scale."""
+
+    name: str
+    scale: float
+
+
 class GenerateJobInputs(Stored):
     operation: ClassVar[Operation] = Operation.GENERATE
 
@@ -187,6 +232,14 @@ class GenerateJobInputs(Stored):
     style_id: str | None = None
     style: LentStyle | None = None
     references: list[InputImage] = Field(default_factory=list)
+    # Steering (extensions); absent: the pipeline's defaults. The seed is the row's own.
+    model: str | None = None
+    negative_prompt: str | None = None
+    steps: int | None = None
+    guidance: float | None = None
+    loras: list[AppliedAdapter] = Field(default_factory=list)
+
+    EXTENSIONS = frozenset({"model", "negative_prompt", "steps", "guidance", "loras"})
 
 
 class EditJobInputs(Stored):
@@ -202,6 +255,15 @@ class EditJobInputs(Stored):
     style_id: str | None = None
     style: LentStyle | None = None
     references: list[InputImage] = Field(default_factory=list)
+    model: str | None = None
+    negative_prompt: str | None = None
+    steps: int | None = None
+    guidance: float | None = None
+    loras: list[AppliedAdapter] = Field(default_factory=list)
+    # White: repaint; black: keep (the source's size).
+    mask: InputImage | None = None
+
+    EXTENSIONS = frozenset({"model", "negative_prompt", "steps", "guidance", "loras", "mask"})
 
 
 class ReframeJobInputs(Stored):
@@ -313,10 +375,19 @@ class SavedStyleRef(Stored):
 
 class ImagesResult(Stored):
     images: list[StoredImage]
+    # The seed the job ran with (given or drawn): image i of variations used its derivation.
+    seed: int | None = None
+    # The model that made it (an id of GET /v1/models).
+    model: str | None = None
+
+    EXTENSIONS = frozenset({"seed", "model"})
 
 
 class VideoResult(Stored):
     video: StoredVideo
+    seed: int | None = None
+
+    EXTENSIONS = frozenset({"seed"})
 
 
 class StyleResult(Stored):

@@ -16,11 +16,13 @@ from urllib.parse import urlsplit
 
 from core.accounts.service import Caller
 from core.errors import InvalidInput
+from core.fetch import FetchPolicy, refusal_without_lookup
 from core.jobs import service as jobs_service
 from core.jobs.contract import (
     JOB_TYPE_OF_OPERATION,
     QUEUE_OF_OPERATION,
     AnimateJobInputs,
+    AppliedAdapter,
     EditJobInputs,
     ExtractStyleJobInputs,
     GenerateJobInputs,
@@ -49,10 +51,12 @@ from core.references.service import (
     resolve_references,
     resolve_source_image,
 )
+from core.served_models import ServedModels, Steering
 from core.services import Services
 from core.sizes import image_size, image_size_for_ratio, parse_ratio, resolution_of, video_size
 from core.styles import service as styles_service
 from core.tables import JobRow
+from core.webhooks import service as webhooks_service
 
 
 @dataclass(frozen=True)
@@ -68,12 +72,19 @@ class _Planned:
     # Edit, resize and upscale record the job that made their source, so the chain of edits
     # can be replayed.
     parent_job_id: str | None = None
+    # The seed the create asked for; None: the job draws one.
+    seed: int | None = None
 
 
 class JobCreation:
-    def __init__(self, services: Services, lifecycle: JobLifecycle) -> None:
+    def __init__(
+        self, services: Services, lifecycle: JobLifecycle, served: ServedModels | None = None
+    ) -> None:
         self.services = services
         self.lifecycle = lifecycle
+        # The models creates may pick and steer (issue 33); none known: every operation's
+        # default, unsteered.
+        self.served = served or ServedModels()
         self._plans: dict[type[JobRequest], Callable[[Caller, Any], _Planned]] = {
             GenerateRequest: self._generate,
             EditRequest: self._edit,
@@ -91,7 +102,17 @@ class JobCreation:
         idempotency: jobs_service.IdempotentRequest | None = None,
     ) -> CreatedJob:
         """Create the job `request` asks for (reserving credits, within the plan) and publish
-        it; or replay an earlier create made with the same Idempotency-Key."""
+        it; or replay an earlier create made with the same Idempotency-Key. A `webhook` is
+        checked first: one the deliverer would refuse is refused here, nothing charged."""
+        webhook = None
+        if request.webhook is not None:
+            webhook = webhooks_service.job_webhook(
+                self.services.db,
+                self.services.settings,
+                caller.account_id,
+                request.webhook.url,
+                request.webhook.events,
+            )
         planned = self._plans[type(request)](caller, request)
         operation = planned.inputs.operation
         new = jobs_service.NewJob(
@@ -101,11 +122,26 @@ class JobCreation:
             inputs=planned.inputs.stored(),
             price=price_of(self.services.config.prices, planned.inputs),
             parent_job_id=planned.parent_job_id,
+            webhook=webhook,
+            seed=planned.seed,
         )
         job, replayed = self.lifecycle.create(caller, new, idempotency)
         return CreatedJob(job, replayed)
 
+    def _steered(self, operation: str, request: GenerateRequest | EditRequest) -> None:
+        """Refuses steering the chosen model does not take (only when the create steers)."""
+        steering = Steering(
+            model=request.model,
+            steps=request.steps,
+            guidance=request.guidance,
+            loras=[adapter.name for adapter in request.loras],
+            mask=isinstance(request, EditRequest) and request.mask is not None,
+        )
+        if steering != Steering():
+            self.served.check(operation, steering)
+
     def _generate(self, caller: Caller, request: GenerateRequest) -> _Planned:
+        self._steered("generate", request)
         style, references = self._lent(caller, request.style_id, request.references)
         width, height = image_size(request.aspect_ratio, request.resolution)
         return _Planned(
@@ -120,7 +156,9 @@ class JobCreation:
                 style_id=request.style_id,
                 style=style,
                 references=references,
-            )
+                **_steering_inputs(request),
+            ),
+            seed=request.seed,
         )
 
     def _lent(
@@ -159,6 +197,7 @@ class JobCreation:
             ) from None
 
     def _edit(self, caller: Caller, request: EditRequest) -> _Planned:
+        self._steered("edit", request)
         source = self._source(caller, request.image_id)
         style, references = self._lent(caller, request.style_id, request.references)
         width, height = source.image.width, source.image.height
@@ -172,8 +211,10 @@ class JobCreation:
             style_id=request.style_id,
             style=style,
             references=references,
+            mask=self._mask(caller, request.mask, source.image),
+            **_steering_inputs(request),
         )
-        return _Planned(inputs, source.job_id)
+        return _Planned(inputs, source.job_id, request.seed)
 
     def _reframe(self, caller: Caller, request: ResizeRequest) -> _Planned:
         source = self._source(caller, request.image_id)
@@ -186,7 +227,7 @@ class JobCreation:
             width=width,
             height=height,
         )
-        return _Planned(inputs, source.job_id)
+        return _Planned(inputs, source.job_id, request.seed)
 
     def _upscale(self, caller: Caller, request: UpscaleRequest) -> _Planned:
         source = self._source(caller, request.image_id)
@@ -200,7 +241,7 @@ class JobCreation:
             width=width,
             height=height,
         )
-        return _Planned(inputs, source.job_id)
+        return _Planned(inputs, source.job_id, request.seed)
 
     def _frames(self, caller: Caller, fields: dict[str, str]) -> dict[str, InputImage]:
         try:
@@ -222,7 +263,8 @@ class JobCreation:
                 audio=request.audio,
                 width=width,
                 height=height,
-            )
+            ),
+            seed=request.seed,
         )
 
     def _transition(self, caller: Caller, request: FramesRequest) -> _Planned:
@@ -247,8 +289,27 @@ class JobCreation:
                 audio=request.audio,
                 width=width,
                 height=height,
-            )
+            ),
+            seed=request.seed,
         )
+
+    def _mask(self, caller: Caller, reference: str | None, source: InputImage) -> InputImage | None:
+        """An edit's mask, resolved like a reference; it must have the source's size."""
+        if reference is None:
+            return None
+        try:
+            mask = resolve_references(self.services, caller.account_id, {"mask": reference})
+        except UnresolvedReferences as error:
+            raise UnresolvedReferences(error.details, "The mask could not be resolved") from None
+        image = mask["mask"]
+        if (image.width, image.height) != (source.width, source.height):
+            raise InvalidInput(
+                {
+                    "mask": f"is {image.width}x{image.height}; it must have the image's size, "
+                    f"{source.width}x{source.height}"
+                }
+            )
+        return image
 
     def _extract_style(self, _caller: Caller, request: ExtractRequest) -> _Planned:
         try:
@@ -258,4 +319,21 @@ class JobCreation:
             web_page = False
         if not web_page:
             raise InvalidInput({"url": "must be an http or https URL"})
+        # The extraction's fetcher's own rules, before anything is charged.
+        settings = self.services.settings
+        policy = FetchPolicy.from_settings(settings, settings.max_image_bytes)
+        refused = refusal_without_lookup(request.url, policy)
+        if refused is not None:
+            raise InvalidInput({"url": f"{refused}: it is never fetched"})
         return _Planned(ExtractStyleJobInputs(url=request.url))
+
+
+def _steering_inputs(request: GenerateRequest | EditRequest) -> dict[str, Any]:
+    """The steering a generate or an edit stores in its inputs (the seed goes to the row)."""
+    return {
+        "model": request.model,
+        "negative_prompt": request.negative_prompt,
+        "steps": request.steps,
+        "guidance": request.guidance,
+        "loras": [AppliedAdapter(name=a.name, scale=a.scale) for a in request.loras],
+    }

@@ -1,6 +1,7 @@
 """A job's life, one function per transition: create, claim, complete, fail, cancel, hand back,
 and the recovery of a job whose worker vanished. Each commits (through `core/jobs/service.py`,
-where the rules, the compare-and-set and the credit movements live) and then says so: the job's
+where the rules, the compare-and-set, the credit movements and the webhook deliveries the change
+causes, `core/webhooks/outbox.py`, live) and then says so: the job's
 state event, which wakes the long-polls waiting on it (`core/events.py`), and what the change
 sets going on the broker (the job's task; the next video of its account's line).
 
@@ -16,7 +17,13 @@ from collections.abc import Sequence
 from core.accounts.service import Caller
 from core.broker import TaskPublisher
 from core.jobs import service as jobs_service
-from core.jobs.contract import JobStatus, StoredResult, image_folder, video_folder
+from core.jobs.contract import (
+    JobStatus,
+    StoredResult,
+    image_folder,
+    preview_folder,
+    video_folder,
+)
 from core.jobs.dispatch import Dispatcher
 from core.services import Services
 from core.storage import StorageError
@@ -58,6 +65,8 @@ class JobLifecycle:
         )
         if claim is not None:
             self.services.events.publish(job_id)
+            # The jobs behind it in its queue moved up (their event streams re-read).
+            self.services.events.publish_queue_moved(claim.job.queue)
         return claim
 
     def renew_lease(self, claim: jobs_service.Claim, progress: float) -> bool:
@@ -69,6 +78,23 @@ class JobLifecycle:
         if renewed:
             self.services.events.publish_progress(claim.job.id)
         return renewed
+
+    def show_preview(self, claim: jobs_service.Claim, key: str) -> bool:
+        """The job's latest live preview, stored at `key`, is announced (event streams are told,
+        as for progress); False when the job is no longer this worker's."""
+        shown = jobs_service.show_preview(self.services.db, claim, key)
+        if shown:
+            self.services.events.publish_progress(claim.job.id)
+        return shown
+
+    def clear_previews(self, job: JobRow) -> None:
+        """Delete the job's live previews once it has ended (best effort, as outputs)."""
+        storage = self.services.storage
+        try:
+            for key in storage.keys_under(preview_folder(job.id)):
+                storage.delete(key)
+        except StorageError as error:
+            log.warning("could not delete the previews of job %s: %s", job.id, error)
 
     def holds_claim(self, claim: jobs_service.Claim) -> bool:
         return jobs_service.holds_claim(self.services.db, claim)
@@ -110,6 +136,7 @@ class JobLifecycle:
         job, was_in_flight = jobs_service.cancel(self.services.db, account_id, job_id)
         if job is not None and was_in_flight:
             self.services.events.publish(job.id)
+            self.services.events.publish_queue_moved(job.queue)
             # Its queued task is dropped early; a running pipeline stops at its next progress
             # report, when the lease keeper sees the claim gone.
             self.dispatcher.withdraw(job)
@@ -143,12 +170,13 @@ class JobLifecycle:
         return False
 
     def clear_outputs(self, job: JobRow) -> None:
-        """Delete whatever is stored in the job's output folders: the leftovers of attempts
-        whose worker vanished mid-store (a new attempt begins, or the job failed for good).
+        """Delete whatever is stored in the job's output and preview folders: the leftovers of
+        attempts whose worker vanished mid-store or mid-run (a new attempt begins, or the job
+        failed for good).
         Best effort: a store out of reach leaves them, and says so."""
         storage = self.services.storage
         try:
-            for folder in (image_folder(job.id), video_folder(job.id)):
+            for folder in (image_folder(job.id), video_folder(job.id), preview_folder(job.id)):
                 for key in storage.keys_under(folder):
                     storage.delete(key)
         except StorageError as error:

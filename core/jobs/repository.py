@@ -8,7 +8,9 @@ from datetime import datetime
 from typing import Any
 
 from sqlalchemy import (
+    ColumnClause,
     Connection,
+    String,
     and_,
     any_,
     bindparam,
@@ -16,15 +18,25 @@ from sqlalchemy import (
     delete,
     func,
     insert,
+    literal_column,
     or_,
     select,
     text,
     update,
 )
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import Session, aliased
 
 from core.jobs.contract import IN_FLIGHT, JobStatus, Queue
-from core.tables import IdempotencyRecord, JobRow, JSONType, Media, UTCDateTime
+from core.tables import (
+    PENDING_LITERAL,
+    QUEUE_ORDER,
+    IdempotencyRecord,
+    JobRow,
+    JSONType,
+    Media,
+    UTCDateTime,
+)
+from core.webhooks.repository import outbox_from
 
 
 def add(session: Session, job: JobRow) -> JobRow:
@@ -101,6 +113,8 @@ CLAIM = (
             (_FRESH, bindparam("moment", type_=JobRow.started_at.type)), else_=JobRow.started_at
         ),
         lease_expires_at=bindparam("lease_until", type_=JobRow.lease_expires_at.type),
+        # A new attempt starts without the previews of the one before (they were deleted).
+        preview_key=case((_FRESH, None), else_=JobRow.preview_key),
     )
     .returning(*JobRow.__table__.columns)
 )
@@ -121,6 +135,45 @@ def set_processing(
     return JobRow(**row._mapping) if row is not None else None
 
 
+JOB_COLUMNS = ", ".join(column.name for column in JobRow.__table__.columns)
+# `CLAIM` with the webhooks' outbox in the same statement (PostgreSQL's data-modifying CTEs):
+# a fresh claim (`started_at` set now) writes its `started` deliveries; a claim found again by
+# its own retry writes none.
+CLAIM_WITH_OUTBOX = (
+    text(
+        f"""
+        WITH claimed AS (
+            UPDATE jobs SET status = 'processing', claim_token = :token,
+                attempts = CASE WHEN status = 'pending' THEN attempts + 1 ELSE attempts END,
+                started_at = CASE WHEN status = 'pending' THEN :moment ELSE started_at END,
+                lease_expires_at = :lease_until
+            WHERE id = :job_id
+                AND (status = 'pending' OR (status = 'processing' AND claim_token = :token))
+            RETURNING {JOB_COLUMNS}
+        ), outbox AS ({outbox_from("claimed", "j.started_at = :moment")})
+        SELECT {JOB_COLUMNS} FROM claimed
+        """
+    )
+    .bindparams(
+        bindparam("moment", type_=UTCDateTime()),
+        bindparam("lease_until", type_=UTCDateTime()),
+        bindparam("event", value="started"),
+    )
+    .columns(*JobRow.__table__.columns)
+)
+
+
+def set_processing_with_outbox(
+    connection: Connection, job_id: str, token: str, moment: datetime, lease_until: datetime
+) -> JobRow | None:
+    """`set_processing` and its `started` webhook deliveries: one statement (PostgreSQL)."""
+    row = connection.execute(
+        CLAIM_WITH_OUTBOX,
+        {"job_id": job_id, "token": token, "moment": moment, "lease_until": lease_until},
+    ).first()
+    return JobRow(**row._mapping) if row is not None else None
+
+
 def renew_lease(
     session: Session, job_id: str, token: str, lease_until: datetime, progress: float
 ) -> bool:
@@ -136,6 +189,23 @@ def renew_lease(
         )
     )
     return bool(result.rowcount)  # type: ignore[attr-defined]
+
+
+def set_preview(session: Session, job_id: str, token: str, key: str) -> bool:
+    """The job's latest preview, while it is processing under this claim."""
+    result = session.execute(
+        update(JobRow)
+        .where(
+            JobRow.id == job_id, JobRow.claim_token == token, JobRow.status == JobStatus.PROCESSING
+        )
+        .values(preview_key=key)
+    )
+    return bool(result.rowcount)  # type: ignore[attr-defined]
+
+
+def progress_of(session: Session, job_id: str) -> float | None:
+    progress: float | None = session.scalar(select(JobRow.progress).where(JobRow.id == job_id))
+    return progress
 
 
 def transition(
@@ -164,18 +234,21 @@ class Completion:
     reason: str
 
 
-# processing -> completed, its media rows and its settle entry in the ledger: one statement
-# (PostgreSQL's data-modifying CTEs), so one round trip and one commit where it runs by itself.
+# processing -> completed, its media rows, its settle entry in the ledger and its `completed`
+# webhook deliveries: one statement (PostgreSQL's data-modifying CTEs), so one round trip and
+# one commit where it runs by itself.
 # The media and the entry are inserted from the updated row, so nothing is written when the
 # compare-and-set finds the job no longer this claim's. The entry is `credits.settle`'s: the
 # reservation becomes the charge, the balance (already lower) is recorded as it stands.
 COMPLETE = text(
-    """
+    f"""
     WITH done AS (
         UPDATE jobs SET status = 'completed', result = CAST(:result AS JSONB), progress = 1.0,
             message = :message, finished_at = :moment, lease_expires_at = NULL
         WHERE id = :job_id AND status = 'processing' AND claim_token = :token
-        RETURNING id, account_id
+        RETURNING *
+    ), outbox AS (
+        {outbox_from("done")}
     ), stored AS (
         INSERT INTO media (id, account_id, job_id, kind, storage_key, content_type, width,
             height, size_bytes, created_at)
@@ -195,7 +268,11 @@ COMPLETE = text(
     )
     SELECT count(*) FROM done
     """
-).bindparams(bindparam("result", type_=JSONType), bindparam("moment", type_=UTCDateTime()))
+).bindparams(
+    bindparam("result", type_=JSONType),
+    bindparam("moment", type_=UTCDateTime()),
+    bindparam("event", value="completed"),
+)
 
 
 def complete(connection: Connection, done: Completion) -> bool:
@@ -451,6 +528,33 @@ def accounts_with_waiting_videos(session: Session, created_before: datetime) -> 
     )
 
 
+# Where a pending image or style job stands: the pending jobs of its queue ahead of it in the
+# broker's order (`QUEUE_ORDER`, then id), counted on the partial index
+# `ix_jobs_pending_queue_order` (index ranges, never the table). Two counts, those before its
+# moment and those at it with a smaller id: SQLite takes no row-value range on an expression
+# index. The video line orders its queue otherwise (`video_line`).
+VIDEO_LITERAL: ColumnClause[str] = literal_column("'video'", String)
+_AHEAD = aliased(JobRow, name="ahead")
+_AHEAD_ORDER = func.coalesce(_AHEAD.dispatched_at, _AHEAD.created_at)
+
+
+def _pending_ahead(*conditions: Any) -> Any:
+    return (
+        select(func.count())
+        .select_from(_AHEAD)
+        .where(_AHEAD.status == PENDING_LITERAL, _AHEAD.queue == JobRow.queue, *conditions)
+        .scalar_subquery()
+    )
+
+
+JOBS_AHEAD = _pending_ahead(_AHEAD_ORDER < QUEUE_ORDER) + _pending_ahead(
+    _AHEAD_ORDER == QUEUE_ORDER, _AHEAD.id < JobRow.id
+)
+JOBS_AHEAD_BY_ID = select(JobRow.id, JOBS_AHEAD.label("ahead")).where(
+    JobRow.id == bindparam("job_id")
+)
+
+
 # What the API shows of one of the account's jobs: the per-request poll, compiled once for the
 # database and run on the driver's connection (core/driver_reads.py).
 JOB_VIEW_COLUMNS = (
@@ -464,6 +568,16 @@ JOB_VIEW_COLUMNS = (
     JobRow.error,
     JobRow.progress,
     JobRow.message,
+    JobRow.preview_key,
+    # What a job in flight's standing is worked out from (`core/jobs/standing.py`), the jobs
+    # ahead of a pending image or style job counted in the same statement (no other job's
+    # read evaluates the count: a CASE runs its branch only when taken).
+    JobRow.dispatched_at,
+    JobRow.started_at,
+    case(
+        (and_(JobRow.status == PENDING_LITERAL, JobRow.queue != VIDEO_LITERAL), JOBS_AHEAD),
+        else_=None,
+    ).label("jobs_ahead"),
 )
 # SQLite: one job, read inline.
 JOB_VIEW_BY_ID = select(*JOB_VIEW_COLUMNS).where(
@@ -542,3 +656,69 @@ def mark_deleted(session: Session, job_id: str, moment: datetime) -> None:
         .values(deleted_at=moment, inputs={}, result=None, error=None, message=None)
     )
     session.execute(delete(IdempotencyRecord).where(IdempotencyRecord.job_id == job_id))
+
+
+def jobs_ahead(session: Session, job_id: str) -> int:
+    return int(session.execute(JOBS_AHEAD_BY_ID, {"job_id": job_id}).one().ahead)
+
+
+@dataclass(frozen=True)
+class LineEntry:
+    """An in-flight video as the video line's order needs it."""
+
+    id: str
+    account_id: str
+    status: str
+    created_at: datetime
+    dispatched_at: datetime | None
+
+
+def video_line(session: Session) -> list[LineEntry]:
+    """Every video in flight: the video line is one in flight per account, so these are a few
+    per account with videos (the plans' `max_inflight_videos`), never a backlog."""
+    rows = session.execute(
+        select(
+            JobRow.id, JobRow.account_id, JobRow.status, JobRow.created_at, JobRow.dispatched_at
+        ).where(JobRow.queue == Queue.VIDEO, JobRow.status.in_(IN_FLIGHT))
+    ).all()
+    return [LineEntry(*row) for row in rows]
+
+
+@dataclass(frozen=True)
+class Run:
+    """A job's time on a worker: when it was claimed and how far it is (running), or when it
+    finished."""
+
+    started_at: datetime
+    finished_at: datetime | None
+    progress: float
+
+
+def recent_runs(session: Session, queue: str, since: datetime, limit: int) -> list[Run]:
+    """The queue's last `limit` jobs completed since `since`, newest first (on
+    `ix_jobs_queue_finished`). Failed ones are left out: a cancel or a failure ends a run at
+    any point, and says nothing of how long one takes."""
+    rows = session.execute(
+        select(JobRow.started_at, JobRow.finished_at, JobRow.progress)
+        .where(
+            JobRow.queue == queue,
+            JobRow.finished_at >= since,
+            JobRow.status == JobStatus.COMPLETED,
+            JobRow.started_at.is_not(None),
+        )
+        .order_by(JobRow.finished_at.desc())
+        .limit(limit)
+    ).all()
+    return [Run(started, finished, progress) for started, finished, progress in rows if started]
+
+
+def running(session: Session, queue: str) -> list[Run]:
+    """The queue's jobs on a worker now (as many as its busy worker slots)."""
+    rows = session.execute(
+        select(JobRow.started_at, JobRow.progress).where(
+            JobRow.status == JobStatus.PROCESSING,
+            JobRow.queue == queue,
+            JobRow.started_at.is_not(None),
+        )
+    ).all()
+    return [Run(started, None, progress) for started, progress in rows if started]

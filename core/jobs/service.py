@@ -2,7 +2,9 @@
 reservation, cancel, claim, finish, hand back; and the reads of jobs.
 
 Every transition is a compare-and-set on the row and carries its credit movement in the same
-transaction, so redelivered tasks, racing cancels and lost workers charge exactly once. These
+transaction, so redelivered tasks, racing cancels and lost workers charge exactly once; and the
+webhook deliveries it causes (`core/webhooks/outbox.py`), so none is lost or sent for a change
+that did not happen. These
 only commit: `core/jobs/lifecycle.py` calls them and then publishes what each changed (the state
 event, the task), and is what the gateway and the workers use.
 """
@@ -37,11 +39,14 @@ from core.jobs.contract import (
     JobType,
     Queue,
     VideoResult,
+    preview_folder,
 )
 from core.jobs.requests import RequestModel
 from core.pagination import decode_cursor, page_of
 from core.services import Services
 from core.tables import Account, Base, JobRow, Media
+from core.webhooks import outbox
+from core.webhooks.events import JobEvent
 
 CANCELLED_MESSAGE = "Job cancelled"
 # Cancelling a job a worker already started keeps this much of its price (CONTRACT.md).
@@ -60,6 +65,10 @@ class NewJob:
     inputs: dict[str, Any]
     price: int
     parent_job_id: str | None = None
+    # The create's webhook ({"url", "events"}), checked (core/webhooks/service.job_webhook).
+    webhook: dict[str, Any] | None = None
+    # The seed the create asked for; None: a random one (the job reports it either way).
+    seed: int | None = None
 
 
 @dataclass(frozen=True)
@@ -203,9 +212,10 @@ def insert_pending(
                 status=JobStatus.PENDING,
                 inputs=new.inputs,
                 parent_job_id=new.parent_job_id,
-                seed=secrets.randbits(31),
+                seed=secrets.randbits(31) if new.seed is None else new.seed,
                 credits_reserved=new.price,
                 created_at=moment,
+                webhook=new.webhook,
             ),
         )
         credits.reserve(session, caller.account_id, job_id, new.price)
@@ -290,6 +300,7 @@ def cancel(db: Database, account_id: str, job_id: str) -> tuple[JobRow | None, b
         credits.refund(session, account_id, job.id, job.credits_reserved - kept, "cancelled")
         if kept:
             credits.settle(session, account_id, job.id, kept)
+        outbox.record(session, job.id, JobEvent.FAILED, moment)
         session.refresh(job)
         return job, True
 
@@ -302,24 +313,40 @@ def take_pending(
     holds, so a retry after a lost commit answer recovers the job at once."""
     token = token or new_id()
     moment = utcnow()
-    # One statement committing by itself: one round trip, one durable commit.
-    with db.statements() as connection:
-        job = repository.set_processing(
-            connection, job_id, token, moment, moment + timedelta(seconds=lease_seconds)
-        )
+    lease_until = moment + timedelta(seconds=lease_seconds)
+    if not db.is_sqlite:
+        # One statement (its webhook deliveries in it) committing by itself: one round trip.
+        with db.statements() as connection:
+            job = repository.set_processing_with_outbox(
+                connection, job_id, token, moment, lease_until
+            )
+        return Claim(job=job, token=token) if job is not None else None
+    with db.write() as session:
+        job = repository.set_processing(session.connection(), job_id, token, moment, lease_until)
+        # A claim found again by its own retry started nothing new.
+        if job is not None and job.started_at == moment:
+            outbox.record(session, job_id, JobEvent.STARTED, moment)
     return Claim(job=job, token=token) if job is not None else None
 
 
 def renew_lease(db: Database, claim: Claim, lease_seconds: float, progress: float) -> bool:
     """Keep the claim alive; False when the job was cancelled or taken from this worker."""
+    moment = utcnow()
     with db.write() as session:
-        return repository.renew_lease(
-            session,
-            claim.job.id,
-            claim.token,
-            utcnow() + timedelta(seconds=lease_seconds),
-            progress,
+        before = repository.progress_of(session, claim.job.id)
+        renewed = repository.renew_lease(
+            session, claim.job.id, claim.token, moment + timedelta(seconds=lease_seconds), progress
         )
+        # A renewal that only keeps the lease is no progress event.
+        if renewed and before is not None and progress > before:
+            outbox.record(session, claim.job.id, JobEvent.PROGRESS, moment)
+        return renewed
+
+
+def show_preview(db: Database, claim: Claim, key: str) -> bool:
+    """Point the job at its latest preview; False when it is no longer this claim's to run."""
+    with db.write() as session:
+        return repository.set_preview(session, claim.job.id, claim.token, key)
 
 
 def holds_claim(db: Database, claim: Claim) -> bool:
@@ -339,10 +366,11 @@ def complete(
     """processing -> completed, settling the charge, with the media and any other rows the job
     made (a saved style) in the same transaction; False if cancelled or lost meanwhile.
 
-    On PostgreSQL a job without other rows completes in one statement committing by itself
-    (`repository.COMPLETE`: one round trip, one durable commit); SQLite, which has no
-    data-modifying CTEs, and a job with other rows (ORM objects) write the same rows with
-    `repository.complete_in_transaction`'s statements in one transaction."""
+    On PostgreSQL a job without other rows completes in one statement committing by itself, its
+    webhook deliveries in it (`repository.COMPLETE`: one round trip, one durable commit);
+    SQLite, which has no data-modifying CTEs, and a job with other rows (ORM objects) write the
+    same rows with `repository.complete_in_transaction`'s statements and `outbox.record`, in one
+    transaction."""
     job = claim.job
     completion = repository.Completion(
         job_id=job.id,
@@ -364,6 +392,7 @@ def complete(
         if not repository.complete_in_transaction(session.connection(), completion):
             return _ended_by(session, claim, JobStatus.COMPLETED)
         session.add_all(records)
+        outbox.record(session, job.id, JobEvent.COMPLETED, completion.moment)
         return True
 
 
@@ -405,6 +434,7 @@ def _fail_and_refund(
     ):
         return False
     credits.refund(session, job.account_id, job.id, job.credits_reserved, "failed")
+    outbox.record(session, job.id, JobEvent.FAILED, moment)
     return True
 
 
@@ -471,3 +501,7 @@ def delete(services: Services, account_id: str, job_id: str) -> None:
         keys = removal.drop_media(session, media)
         repository.mark_deleted(session, job.id, utcnow())
     removal.delete_stored(services.storage, keys)
+    # Its live previews went when it ended; any a worker wrote late go with the job.
+    removal.delete_stored(
+        services.storage, removal.keys_under(services.storage, preview_folder(job.id))
+    )

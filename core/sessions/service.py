@@ -1,4 +1,5 @@
-"""The dashboard's sign-in sessions: server-side rows, a rolling expiry, a CSRF token each.
+"""The dashboard's sign-in sessions: server-side rows, a rolling expiry within an absolute
+lifetime (SFUMATO_SESSION_ABSOLUTE_HOURS from the sign-in), a CSRF token each.
 
 The browser holds a random secret in a cookie; only its hash is stored, so a read of the
 database gives no one a session. Signing out ends the row; a password change ends every row of
@@ -47,7 +48,7 @@ def _hash(token: str) -> str:
     return hashlib.sha256(token.encode()).hexdigest()
 
 
-def start(db: Database, account_id: str) -> Started:
+def start(db: Database, account_id: str, absolute: timedelta) -> Started:
     token = secrets.token_urlsafe(32)
     moment = utcnow()
     row = DashboardSession(
@@ -56,16 +57,19 @@ def start(db: Database, account_id: str) -> Started:
         csrf_token=secrets.token_urlsafe(32),
         created_at=moment,
         last_seen_at=moment,
-        expires_at=moment + LIFETIME,
+        expires_at=moment + min(LIFETIME, absolute),
     )
     with db.write() as session:
         repository.add(session, row)
     return Started(token, row.csrf_token, row.expires_at)
 
 
-def resume(db: Database, token: str | None, now: datetime | None = None) -> SignedIn | None:
-    """The session behind a cookie's token (None: missing, unknown or expired), its expiry
-    pushed a week ahead when it is due."""
+def resume(
+    db: Database, token: str | None, absolute: timedelta, now: datetime | None = None
+) -> SignedIn | None:
+    """The session behind a cookie's token (None: missing, unknown, expired, or signed in more
+    than `absolute` ago), its expiry pushed a week ahead when it is due, never past
+    `absolute` after the sign-in."""
     if not token or len(token) > 200:
         return None
     now = now or utcnow()
@@ -75,10 +79,13 @@ def resume(db: Database, token: str | None, now: datetime | None = None) -> Sign
     if found is None:
         return None
     row, account = found
+    ends = row.created_at + absolute
+    if ends <= now:
+        return None
     extended = now - row.last_seen_at > EXTEND_INTERVAL
     if extended:
         with db.write() as session:
-            repository.extend(session, row.id, now, now + LIFETIME)
+            repository.extend(session, row.id, now, min(now + LIFETIME, ends))
     return _signed_in(row, account, extended)
 
 

@@ -18,6 +18,7 @@ from gateway.dashboard.web import (
     PageSize,
     PostedDep,
     error_page,
+    form_whole,
     see_other,
 )
 from gateway.dependencies import public_base_url
@@ -83,13 +84,11 @@ def set_plan(page: PostedDep) -> Response:
 def grant_credits(page: PostedDep) -> Response:
     if not page.user.is_admin:
         return _admin_page(page)
-    amount = page.field("amount")
-    if not amount.isdigit():
+    amount = form_whole(page.field("amount"))
+    if amount is None:
         return _admin_page(page, 400, message="The amount must be a positive whole number.")
     try:
-        accounts.grant_credits(
-            page.services.db, page.field("email"), int(amount), page.field("reason")
-        )
+        accounts.grant_credits(page.services.db, page.field("email"), amount, page.field("reason"))
     except accounts.AccountError as error:
         return _admin_page(page, 400, message=str(error))
     return see_other(f"{PREFIX}/admin?done=credit")

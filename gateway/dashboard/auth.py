@@ -2,13 +2,14 @@
 account's password and signs its owner in.
 
 The sign-in form is protected against cross-site posts by a double-submit token (a cookie and a
-hidden field that must match), since there is no session yet to hold a CSRF token. Attempts are
-counted per email and per client address with the gateway's rate limiter; a wrong password and
-an unknown email get the same answer."""
+hidden field that must match), since there is no session yet to hold a CSRF token, and its post
+must come from the dashboard's own origin. Guesses are limited by the gateway's SignInThrottle
+(gateway/limits.py); a wrong password and an unknown email get the same answer."""
 
 from __future__ import annotations
 
 import secrets
+from datetime import timedelta
 from typing import Annotated
 
 import anyio
@@ -19,18 +20,21 @@ from core.accounts import service as accounts
 from core.sessions import service as sessions
 from gateway.dashboard.web import (
     PREFIX,
-    SESSION_COOKIE,
     DashboardRoute,
     PageDep,
     PostedDep,
     clear_session_cookie,
     client_address,
-    cookie_secure,
+    cookie_name,
+    delete_cookie,
     read_form,
     render,
     runtime_of,
     safe_next,
+    same_origin,
     see_other,
+    session_token,
+    set_cookie,
     set_session_cookie,
 )
 
@@ -42,7 +46,7 @@ WRONG_CREDENTIALS = "That email and password do not match an account."
 def _sign_in_form(
     request: Request, next_path: str, email: str = "", message: str = "", status: int = 200
 ) -> Response:
-    token = request.cookies.get(SIGNIN_COOKIE) or secrets.token_urlsafe(24)
+    token = request.cookies.get(cookie_name(request, SIGNIN_COOKIE)) or secrets.token_urlsafe(24)
     response = render(
         request,
         "sign_in.html",
@@ -53,14 +57,7 @@ def _sign_in_form(
         email=email,
         message=message,
     )
-    response.set_cookie(
-        SIGNIN_COOKIE,
-        token,
-        path=PREFIX,
-        httponly=True,
-        samesite="strict",
-        secure=cookie_secure(request),
-    )
+    set_cookie(request, response, SIGNIN_COOKIE, token, samesite="strict")
     return response
 
 
@@ -71,55 +68,62 @@ def sign_in_page(
     return _sign_in_form(request, safe_next(next_path))
 
 
+def _too_many(request: Request, next_path: str, email: str, wait: int) -> Response:
+    response = _sign_in_form(
+        request,
+        next_path,
+        email,
+        f"Too many sign-in attempts. Try again in {wait} seconds.",
+        429,
+    )
+    response.headers["Retry-After"] = str(wait)
+    return response
+
+
 @router.post("/sign-in")
 async def sign_in(request: Request) -> Response:
     form = await read_form(request)
     email = str(form.get("email") or "").strip().lower()[:320]
     password = str(form.get("password") or "")
     next_path = safe_next(str(form.get("next") or ""))
-    cookie_token = request.cookies.get(SIGNIN_COOKIE)
-    if not cookie_token or not secrets.compare_digest(cookie_token, str(form.get("signin_token"))):
+    cookie_token = request.cookies.get(cookie_name(request, SIGNIN_COOKIE))
+    if (
+        not same_origin(request)
+        or not cookie_token
+        or not secrets.compare_digest(cookie_token, str(form.get("signin_token")))
+    ):
         return _sign_in_form(
             request, next_path, email, "The form expired. Please sign in again.", 403
         )
     runtime = runtime_of(request)
-    limiter = runtime.limiter
-    for subject in (f"email:{email}", f"address:{client_address(request)}"):
-        decision = await anyio.to_thread.run_sync(limiter.hit, "signin", subject)
-        if not decision.allowed:
-            response = _sign_in_form(
-                request,
-                next_path,
-                email,
-                f"Too many sign-in attempts. Try again in {decision.reset_seconds} seconds.",
-                429,
-            )
-            response.headers["Retry-After"] = str(decision.reset_seconds)
-            return response
+    throttle = runtime.limiter.signin
+    address = client_address(request)
+    wait = await anyio.to_thread.run_sync(throttle.admit, email, address)
+    if wait:
+        return _too_many(request, next_path, email, wait)
     db = runtime.services.db
     account = await anyio.to_thread.run_sync(passwords.check_password, db, email, password)
     if account is None:
+        await anyio.to_thread.run_sync(throttle.failed, email, address)
         return _sign_in_form(request, next_path, email, WRONG_CREDENTIALS, 401)
-    started = await anyio.to_thread.run_sync(sessions.start, db, account.id)
+    absolute = timedelta(hours=runtime.services.settings.session_absolute_hours)
+    started = await anyio.to_thread.run_sync(sessions.start, db, account.id, absolute)
     response = see_other(next_path)
     set_session_cookie(request, response, started.token)
-    response.delete_cookie(SIGNIN_COOKIE, path=PREFIX)
+    delete_cookie(request, response, SIGNIN_COOKIE)
     return response
 
 
 def _invitation_form(
     request: Request, token: str, email: str, message: str = "", status: int = 200
 ) -> Response:
-    response = render(
+    return render(
         request, "invitation.html", status, user=None, token=token, email=email, message=message
     )
-    # The link's secret must not travel on to another site in a Referer.
-    response.headers["Referrer-Policy"] = "no-referrer"
-    return response
 
 
 def _invitation_not_valid(request: Request) -> Response:
-    response = render(
+    return render(
         request,
         "error.html",
         404,
@@ -127,8 +131,6 @@ def _invitation_not_valid(request: Request) -> Response:
         message="It was used already, or it expired. Ask your administrator for a new one.",
         back=f"{PREFIX}/sign-in",
     )
-    response.headers["Referrer-Policy"] = "no-referrer"
-    return response
 
 
 @router.get("/invitations/{token}")
@@ -165,11 +167,11 @@ async def accept_invitation(request: Request, token: str) -> Response:
 
 @router.post("/sign-out")
 def sign_out(page: PostedDep) -> Response:
-    token = page.request.cookies.get(SESSION_COOKIE)
+    token = session_token(page.request)
     if token:
         sessions.end(page.services.db, token)
     response = see_other(f"{PREFIX}/sign-in")
-    clear_session_cookie(response)
+    clear_session_cookie(page.request, response)
     return response
 
 
@@ -185,10 +187,27 @@ def change_password(page: PostedDep) -> Response:
         return page.render(
             "account.html", 400, nav="account", message="The two new passwords differ."
         )
+    # The current password is a guess like a sign-in's (a session left open is not the
+    # password): the same limits count it.
+    throttle = page.runtime.limiter.signin
+    email, address = page.user.email, client_address(page.request)
+    wait = throttle.admit(email, address)
+    if wait:
+        refused = page.render(
+            "account.html",
+            429,
+            nav="account",
+            message=f"Too many attempts. Try again in {wait} seconds.",
+        )
+        refused.headers["Retry-After"] = str(wait)
+        return refused
     try:
         passwords.change_password(page.services.db, page.user.account_id, page.raw("current"), new)
+    except passwords.WrongPassword as error:
+        throttle.failed(email, address)
+        return page.render("account.html", 400, nav="account", message=str(error))
     except accounts.AccountError as error:
         return page.render("account.html", 400, nav="account", message=str(error))
     response = see_other(f"{PREFIX}/sign-in")
-    clear_session_cookie(response)
+    clear_session_cookie(page.request, response)
     return response

@@ -43,9 +43,18 @@ from core.styles import service as styles_service
 from core.uploads import service as uploads_service
 from gateway.dashboard.gallery import Gallery, ImageView, JobCard
 from gateway.dashboard.jobs import gallery_for
-from gateway.dashboard.web import PREFIX, DashboardRoute, Page, PageDep, PostedDep, see_other
+from gateway.dashboard.web import (
+    PREFIX,
+    DashboardRoute,
+    Page,
+    PageDep,
+    PostedDep,
+    RateLimited,
+    form_whole,
+    see_other,
+    spend,
+)
 from gateway.errors import validation_details
-from gateway.limits import bucket_of
 
 router = APIRouter(route_class=DashboardRoute)
 CHOICES = {
@@ -56,7 +65,7 @@ CHOICES = {
     "image_resolutions": get_args(ImageResolution),
     "video_resolutions": get_args(VideoResolution),
 }
-# The API path whose rate-limit bucket each form spends from.
+# The API path whose rate-limit bucket each form spends from (web.spend).
 API_PATHS = {
     "generate": "/v1/images/generate",
     "edit": "/v1/images/edit",
@@ -80,6 +89,12 @@ LABELS = {
     "end_image": "Last frame",
     "duration": "Duration",
     "negative_prompt": "Negative prompt",
+    "seed": "Seed",
+    "steps": "Steps",
+    "guidance": "Guidance",
+    "model": "Model",
+    "loras": "LoRA adapters",
+    "mask": "Mask",
     "url": "Website address",
     "styleId": "Style",
     "imageId": "Image",
@@ -251,6 +266,7 @@ def create_page(page: Page, status: int = 200, **context: Any) -> Response:
     styles, _ = styles_service.list_page(page.services.db, page.user.account_id, None, 50)
     choices = image_choices(page, gallery_for(page))
     generated = [choice for choice in choices if choice.generated]
+    served = page.runtime.creation.served
     return page.render(
         "create.html",
         status,
@@ -261,14 +277,21 @@ def create_page(page: Page, status: int = 200, **context: Any) -> Response:
         prices=form_prices(page.services.config.prices, generated),
         form_token=secrets.token_urlsafe(24),
         values=context.pop("values", {}),
+        # The Advanced part's model choices: the same list as GET /v1/models.
+        models={operation: served.for_operation(operation) for operation in ("generate", "edit")},
         **CHOICES,
         **context,
     )
 
 
 @router.get("/create")
-def create_form(page: PageDep, image: Annotated[str, Query(max_length=64)] = "") -> Response:
-    return create_page(page, values={"image": image})
+def create_form(
+    page: PageDep,
+    image: Annotated[str, Query(max_length=64)] = "",
+    seed: Annotated[str, Query(max_length=10, pattern=r"^[0-9]*$")] = "",
+) -> Response:
+    """`seed` (a result's "Reuse this seed") fills the Advanced seed of the image forms."""
+    return create_page(page, values={"image": image, "seed": seed})
 
 
 def _optional(value: str) -> str | None:
@@ -276,14 +299,56 @@ def _optional(value: str) -> str | None:
 
 
 def _number(value: str, default: float) -> float:
+    if not value:
+        return default
     try:
-        return float(value) if value else default
+        return float(value) if value.isascii() else float("nan")
     except ValueError:
         return float("nan")  # refused by the request's bounds, with its message
 
 
 def _whole(value: str, default: int) -> int:
-    return int(value) if value.isdigit() else (default if not value else 0)
+    """Not a number, or one too long to be one: 0, which the request's bounds refuse with
+    their message."""
+    if not value:
+        return default
+    number = form_whole(value)
+    return 0 if number is None else number
+
+
+def _optional_whole(value: str) -> int | str | None:
+    """A whole number, or None when left empty; anything else is passed on for the request to
+    refuse with its own message."""
+    value = value.strip()
+    if not value:
+        return None
+    return int(value) if value.isdigit() else value
+
+
+def _optional_number(value: str) -> float | None:
+    return _number(value.strip(), 0.0) if value.strip() else None
+
+
+def _adapters(value: str) -> list[dict[str, Any]]:
+    """ "name:scale, name" (scale 1 when left out) as the request's `loras`."""
+    adapters = []
+    for part in value.split(","):
+        name, _, scale = part.strip().partition(":")
+        if name:
+            adapters.append({"name": name, "scale": _number(scale.strip(), 1.0)})
+    return adapters
+
+
+def _steering(page: Page) -> dict[str, Any]:
+    """The Advanced part of the generate and edit forms, as the requests' fields."""
+    return {
+        "seed": _optional_whole(page.field("seed")),
+        "negative_prompt": _optional(page.field("negative_prompt")),
+        "model": _optional(page.field("model")),
+        "steps": _optional_whole(page.field("steps")),
+        "guidance": _optional_number(page.field("guidance")),
+        "loras": _adapters(page.field("loras")),
+    }
 
 
 REQUESTS: dict[str, Callable[[Page], JobRequest]] = {
@@ -296,6 +361,7 @@ REQUESTS: dict[str, Callable[[Page], JobRequest]] = {
             "variations": _whole(page.field("variations"), 1),
             "style_id": _optional(page.field("style_id")),
             "references": page.fields("references"),
+            **_steering(page),
         }
     ),
     "edit": lambda page: EditRequest.from_fields(
@@ -304,6 +370,8 @@ REQUESTS: dict[str, Callable[[Page], JobRequest]] = {
             "prompt": page.field("prompt"),
             "style_id": _optional(page.field("style_id")),
             "references": page.fields("references"),
+            "mask": _optional(page.field("mask")),
+            **_steering(page),
         }
     ),
     "reframe": lambda page: ResizeRequest.from_fields(
@@ -384,11 +452,10 @@ def create_job(page: Page, form: str) -> str:
         raise FormRefused("Please correct the form.", details, 400)
     runtime = page.runtime
     caller = authentication.dashboard_caller(page.services.db, page.user.account_id)
-    decision = runtime.limiter.hit(bucket_of("POST", API_PATHS[form]), caller.api_key_id)
-    if not decision.allowed:
-        raise FormRefused(
-            f"Too many requests. Try again in {decision.reset_seconds} seconds.", {}, 429
-        )
+    try:
+        spend(page, "POST", API_PATHS[form], caller)
+    except RateLimited as limited:
+        raise FormRefused(str(limited), {}, 429) from None
     token = page.field("form_token")
     idempotency = (
         jobs_service.IdempotentRequest.of(

@@ -1,5 +1,6 @@
 """Jobs as the dashboard shows them: cards with thumbnails (never the originals in a grid),
-video posters, prompt, status, progress, credits and the pipeline's notes."""
+video posters, prompt, status, progress, where a job in flight stands, credits and the
+pipeline's notes."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from core.clock import utcnow
 from core.jobs.contract import (
     IN_FLIGHT,
     ImagesResult,
@@ -16,6 +18,7 @@ from core.jobs.contract import (
     VideoResult,
     result_of,
 )
+from core.jobs.standing import Standing, Standings
 from core.services import Services
 from core.tables import JobRow
 from core.thumbnails import service as thumbnails
@@ -74,13 +77,38 @@ class JobCard:
     error: str | None = None
     # What the pipeline said of the result (what it drew, what it could not): the API's notes.
     notes: list[str] = field(default_factory=list)
+    # Where a job in flight stands, in words ("#2 in queue, starts in about 40 s").
+    standing: str = ""
     images: list[ImageView] = field(default_factory=list)
     video: VideoView | None = None
     style_id: str | None = None
+    # What the job ran with, to reproduce it ("Reuse this seed").
+    seed: int | None = None
+    model: str | None = None
 
     @property
     def percent(self) -> int:
         return round(self.progress * 100)
+
+
+def standing_text(status: str, standing: Standing | None, now: datetime) -> str:
+    """A job in flight's standing in words (the dashboard's script writes the same from its
+    event stream): its place in its queue and when it should start, or when it should end."""
+    if standing is None:
+        return ""
+    if status == JobStatus.PENDING and standing.queue_position is not None:
+        start = _in_about(standing.estimated_start_at, now)
+        return f"#{standing.queue_position} in queue" + (f", starts {start}" if start else "")
+    if status == JobStatus.PROCESSING and standing.estimated_completion_at is not None:
+        return f"ends {_in_about(standing.estimated_completion_at, now)}"
+    return ""
+
+
+def _in_about(moment: datetime | None, now: datetime) -> str:
+    if moment is None:
+        return ""
+    seconds = max(0.0, (moment - now).total_seconds())
+    return f"in about {seconds:.0f} s" if seconds < 120 else f"in about {seconds / 60:.0f} min"
 
 
 def prompt_of(inputs: dict[str, Any]) -> str:
@@ -89,9 +117,10 @@ def prompt_of(inputs: dict[str, Any]) -> str:
 
 
 class Gallery:
-    def __init__(self, services: Services, signer: UrlSigner) -> None:
+    def __init__(self, services: Services, signer: UrlSigner, standings: Standings) -> None:
         self.services = services
         self.signer = signer
+        self.standings = standings
 
     def thumbnail_urls(self, media_ids: Sequence[str]) -> dict[str, str]:
         """Each image's thumbnail URL: signed where it is made already (one query for all),
@@ -121,6 +150,7 @@ class Gallery:
             for image in result.images
         ]
         thumbnail_urls = self.thumbnail_urls(image_ids)
+        now = utcnow()
         cards = []
         for job in jobs:
             card = JobCard(
@@ -136,9 +166,13 @@ class Gallery:
                 in_flight=job.status in IN_FLIGHT,
                 error=(job.error or {}).get("message") if job.status == JobStatus.FAILED else None,
                 notes=notes_of(job),
+                standing=standing_text(job.status, self.standings.of(job), now),
             )
             result = results.get(job.id)
+            if isinstance(result, ImagesResult | VideoResult):
+                card.seed = result.seed
             if isinstance(result, ImagesResult):
+                card.model = result.model
                 card.images = [
                     ImageView(
                         id=image.id,

@@ -11,6 +11,7 @@ from fastapi.responses import RedirectResponse, StreamingResponse
 from core.jobs import service as jobs_service
 from core.jobs.contract import JobStatus, JobType, VideoResult, result_of
 from core.thumbnails import service as thumbnails
+from core.webhooks import service as webhooks
 from gateway.dashboard.gallery import Gallery
 from gateway.dashboard.web import (
     PREFIX,
@@ -21,10 +22,17 @@ from gateway.dashboard.web import (
     PostedDep,
     error_page,
     see_other,
+    spend,
 )
 from gateway.dependencies import url_signer_for
 from gateway.jobs.events import JobEventStream, is_repeat_of_terminal
-from gateway.jobs.presenter import JobLike, JobPresenter, progress_of
+from gateway.jobs.presenter import (
+    JobLike,
+    JobPresenter,
+    add_standing,
+    preview_of,
+    progress_of,
+)
 from gateway.jobs.reads import JobReads
 from gateway.responses import JsonResponse
 
@@ -41,7 +49,7 @@ STATUS_FILTERS = ("", *JobStatus)
 
 
 def gallery_for(page: Page) -> Gallery:
-    return Gallery(page.services, url_signer_for(page.request))
+    return Gallery(page.services, url_signer_for(page.request), page.runtime.job_reads.standings)
 
 
 def _not_found(page: Page) -> Response:
@@ -83,7 +91,8 @@ def _job_page(page: Page, job_id: str, status: int = 200, **context: str) -> Res
     if job is None:
         return _not_found(page)
     card = gallery_for(page).cards([job], originals=True)[0]
-    return page.render("job.html", status, nav="jobs", card=card, **context)
+    deliveries = webhooks.deliveries_of_job(page.services.db, page.user.account_id, job_id)
+    return page.render("job.html", status, nav="jobs", card=card, deliveries=deliveries, **context)
 
 
 @router.get("/jobs/{job_id}")
@@ -162,19 +171,27 @@ def _poster_key(job: JobLike) -> str | None:
 
 @router.get("/jobs/{job_id}/progress")
 async def job_progress(page: PageDep, job_id: str) -> Response:
-    """Status and progress as one JSON read, for a browser whose event stream does not get
-    through (a proxy that buffers): the page polls this instead."""
-    job = await _reads(page).read(page.user.account_id, job_id, ALL_TYPES, wait=False)
+    """Status, progress and standing (the API's fields) as one JSON read, for a browser whose
+    event stream does not get through (a proxy that buffers): the page polls this instead."""
+    reads = _reads(page)
+    job = await reads.read(page.user.account_id, job_id, ALL_TYPES, wait=False)
     if job is None:
         return JsonResponse({"error": "not found"}, status_code=404)
-    return JsonResponse(
-        {"status": job.status, "progress": progress_of(job)},
-        headers={"Cache-Control": "no-store"},
-    )
+    preview = preview_of(job)
+    view = {
+        "status": job.status,
+        "progress": progress_of(job),
+        "previewUrl": url_signer_for(page.request).url(preview) if preview else None,
+    }
+    standing = await reads.standing(job)
+    if standing is not None:
+        add_standing(view, job, standing)
+    return JsonResponse(view, headers={"Cache-Control": "no-store"})
 
 
 @router.post("/jobs/{job_id}/cancel")
 def cancel_job(page: PostedDep, job_id: str) -> Response:
+    spend(page, "POST", f"/v1/jobs/{job_id}/cancel")
     job = page.runtime.lifecycle.cancel(page.user.account_id, job_id)
     if job is None:
         return _not_found(page)

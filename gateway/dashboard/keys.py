@@ -16,6 +16,7 @@ from gateway.dashboard.web import (
     PageDep,
     PageSize,
     PostedDep,
+    form_whole,
     see_other,
 )
 
@@ -65,7 +66,8 @@ def create_key(page: PostedDep) -> Response:
     expiry = page.field("expires_in_days")
     days: int | None = None
     if expiry:
-        if not expiry.isdigit() or not 1 <= int(expiry) <= 3650:
+        days = form_whole(expiry)
+        if days is None or not 1 <= days <= 3650:
             return _keys_page(
                 page,
                 400,
@@ -73,7 +75,6 @@ def create_key(page: PostedDep) -> Response:
                 form_name=name,
                 form_expiry=expiry,
             )
-        days = int(expiry)
     try:
         new = api_keys.create_key(page.services.db, page.user.email, name, days)
     except accounts.AccountError as error:

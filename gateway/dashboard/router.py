@@ -7,7 +7,18 @@ from fastapi import APIRouter, FastAPI, Request, Response
 from fastapi.staticfiles import StaticFiles
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from gateway.dashboard import admin, auth, create, jobs, keys, styles, uploads, usage
+from gateway.dashboard import (
+    admin,
+    auth,
+    create,
+    jobs,
+    keys,
+    styles,
+    uploads,
+    usage,
+    webhooks,
+)
+from gateway.dashboard.headers import DashboardHeadersMiddleware
 from gateway.dashboard.web import PREFIX, STATIC_DIR, render, see_other
 
 # Every method at the root, so that any but a browser's GET keeps the 404 it always had (a
@@ -32,7 +43,8 @@ def install_dashboard(app: FastAPI) -> None:
     router = APIRouter(prefix=PREFIX, include_in_schema=False)
     router.add_api_route("", _home, methods=["GET"])
     router.add_api_route("/", _home, methods=["GET"])
-    for module in (auth, keys, jobs, create, styles, uploads, usage, admin):
+    for module in (auth, keys, webhooks, jobs, create, styles, uploads, usage, admin):
         router.include_router(module.router)
     app.include_router(router)
     app.mount(f"{PREFIX}/static", StaticFiles(directory=STATIC_DIR), name="dashboard-static")
+    app.add_middleware(DashboardHeadersMiddleware, prefix=PREFIX)

@@ -19,7 +19,15 @@ from core.styles.payload import GradientColour, SolidColour, colours_of, typogra
 from core.tables import Style
 from gateway.dashboard.create import FormRefused, create_job, image_choices
 from gateway.dashboard.jobs import gallery_for
-from gateway.dashboard.web import PREFIX, DashboardRoute, Page, PageDep, PostedDep, see_other
+from gateway.dashboard.web import (
+    PREFIX,
+    DashboardRoute,
+    Page,
+    PageDep,
+    PostedDep,
+    see_other,
+    spend,
+)
 from gateway.dependencies import url_signer_for
 
 router = APIRouter(route_class=DashboardRoute)
@@ -209,6 +217,7 @@ def link_assets(page: PostedDep, style_id: str) -> Response:
     images = page.fields("images")
     if not images:
         return _style_page(page, style_id, 400, message="Choose at least one image to link.")
+    spend(page, "POST", f"/v1/styles/{style_id}/assets")
     style_assets.link_assets(
         page.services,
         page.runtime.semantics,

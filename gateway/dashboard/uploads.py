@@ -14,9 +14,19 @@ from starlette.datastructures import UploadFile
 from core.errors import DomainError
 from core.uploads import service as uploads_service
 from gateway.dashboard.jobs import gallery_for
-from gateway.dashboard.web import PREFIX, DashboardRoute, Page, PageDep, PostedDep, see_other
+from gateway.dashboard.web import (
+    PREFIX,
+    DashboardRoute,
+    Page,
+    PageDep,
+    PostedDep,
+    RateLimited,
+    see_other,
+    spend,
+)
 from gateway.dependencies import files_base_url
 from gateway.errors import validation_details
+from gateway.nul import nul_fields
 from gateway.responses import JsonResponse
 from gateway.uploads.schemas import PresignRequest
 
@@ -79,6 +89,9 @@ async def upload_form(page: PostedDep) -> Response:
         return _uploads_page(page, 413, message=f"The file is larger than {limit} bytes.")
 
     def store() -> None:
+        # The API's two calls this form makes in one: the presign, then the completion.
+        spend(page, "POST", "/v1/uploads")
+        spend(page, "POST", "/v1/uploads/-/complete")
         services = page.services
         presigned = uploads_service.presign(
             services,
@@ -104,13 +117,27 @@ def _json_error(message: str, status: int = 400) -> JsonResponse:
     return JsonResponse({"error": message}, status_code=status)
 
 
+def _rate_limited(limited: RateLimited) -> JsonResponse:
+    response = _json_error(str(limited), 429)
+    response.headers["Retry-After"] = str(limited.seconds)
+    return response
+
+
 @router.post("/uploads/presign")
 async def presign(page: PostedDep) -> Response:
+    raw = await page.request.body()
+    found = nul_fields(raw, b"")
+    if found:
+        return _json_error("; ".join(f"{field} {why}" for field, why in found.items()))
     try:
-        body = PresignRequest.model_validate_json(await page.request.body())
+        body = PresignRequest.model_validate_json(raw)
     except ValidationError as error:
         details = validation_details(list(error.errors()))
         return _json_error("; ".join(f"{field} {why}" for field, why in details.items()))
+    try:
+        await anyio.to_thread.run_sync(spend, page, "POST", "/v1/uploads")
+    except RateLimited as limited:
+        return _rate_limited(limited)
     presigned = await anyio.to_thread.run_sync(
         uploads_service.presign,
         page.services,
@@ -124,6 +151,10 @@ async def presign(page: PostedDep) -> Response:
 
 @router.post("/uploads/{upload_id}/complete")
 def complete(page: PostedDep, upload_id: str) -> Response:
+    try:
+        spend(page, "POST", f"/v1/uploads/{upload_id}/complete")
+    except RateLimited as limited:
+        return _rate_limited(limited)
     try:
         media = uploads_service.complete(page.services, page.user.account_id, upload_id)
     except DomainError as error:

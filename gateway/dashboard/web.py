@@ -6,12 +6,13 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Annotated, Any
-from urllib.parse import quote
+from urllib.parse import quote, urlsplit
 
 import anyio
+import redis
 from fastapi import Depends, Query, Request, Response
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, RedirectResponse
@@ -21,12 +22,15 @@ from starlette.datastructures import FormData
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.requests import ClientDisconnect
 
+from core.accounts import authentication
+from core.accounts.service import Caller
 from core.db import DATABASE_UNAVAILABLE
 from core.errors import DomainError
 from core.pagination import BadCursor
 from core.sessions import service as sessions
 from core.sessions.service import SignedIn
 from gateway.errors import validation_details
+from gateway.limits import bucket_of
 from gateway.runtime import Gateway
 
 log = logging.getLogger(__name__)
@@ -65,41 +69,82 @@ def runtime_of(request: Request) -> Gateway:
 
 
 def cookie_secure(request: Request) -> bool:
-    """`Secure` when the browser reached us over https (a proxy's X-Forwarded-Proto counts
-    when SFUMATO_TRUST_FORWARDED_HEADERS is set), or always/never by SFUMATO_COOKIE_SECURE."""
+    """`Secure` when the browser reached us over https (as a trusted proxy's X-Forwarded-Proto
+    says: gateway/app.py), or always/never by SFUMATO_COOKIE_SECURE."""
     settings = runtime_of(request).services.settings
     if settings.cookie_secure != "auto":
         return settings.cookie_secure == "always"
-    if settings.trust_forwarded_headers:
-        forwarded = request.headers.get("x-forwarded-proto", "").split(",")[0].strip()
-        if forwarded:
-            return forwarded == "https"
     return request.url.scheme == "https"
 
 
-def client_address(request: Request) -> str:
-    settings = runtime_of(request).services.settings
-    if settings.trust_forwarded_headers:
-        forwarded = request.headers.get("x-forwarded-for", "").split(",")[0].strip()
-        if forwarded:
-            return forwarded
-    return request.client.host if request.client else "unknown"
+def cookie_name(request: Request, name: str) -> str:
+    """Over https a cookie is `__Host-` + its name: a browser takes such a cookie only from this
+    very host, Secure, for the whole site (Path=/, no Domain), so a page on a sibling subdomain
+    cannot toss one of its own in (a login CSRF); a cookie without the prefix is then ignored."""
+    return f"__Host-{name}" if cookie_secure(request) else name
 
 
-def set_session_cookie(request: Request, response: Response, token: str) -> None:
+def set_cookie(request: Request, response: Response, name: str, value: str, **options: Any) -> None:
+    """One of the dashboard's cookies: HttpOnly, scoped to the dashboard (to the site under
+    `__Host-`, which requires it)."""
+    secure = cookie_secure(request)
     response.set_cookie(
-        SESSION_COOKIE,
-        token,
-        max_age=int(sessions.LIFETIME.total_seconds()),
-        path=PREFIX,
+        cookie_name(request, name),
+        value,
+        path="/" if secure else PREFIX,
         httponly=True,
-        samesite="lax",
-        secure=cookie_secure(request),
+        secure=secure,
+        **options,
     )
 
 
-def clear_session_cookie(response: Response) -> None:
-    response.delete_cookie(SESSION_COOKIE, path=PREFIX)
+def delete_cookie(request: Request, response: Response, name: str) -> None:
+    secure = cookie_secure(request)
+    response.delete_cookie(
+        cookie_name(request, name), path="/" if secure else PREFIX, secure=secure, httponly=True
+    )
+
+
+def client_address(request: Request) -> str:
+    """The client, as the outermost trusted proxy saw it (SFUMATO_TRUSTED_PROXIES)."""
+    return request.client.host if request.client else "unknown"
+
+
+def session_token(request: Request) -> str | None:
+    return request.cookies.get(cookie_name(request, SESSION_COOKIE))
+
+
+def set_session_cookie(request: Request, response: Response, token: str) -> None:
+    set_cookie(
+        request,
+        response,
+        SESSION_COOKIE,
+        token,
+        max_age=int(sessions.LIFETIME.total_seconds()),
+        samesite="lax",
+    )
+
+
+def clear_session_cookie(request: Request, response: Response) -> None:
+    delete_cookie(request, response, SESSION_COOKIE)
+
+
+def same_origin(request: Request) -> bool:
+    """Whether a post came from the dashboard's own pages as far as the browser says:
+    `Sec-Fetch-Site` (every current browser sends it) must be same-origin, and `Origin`, when
+    sent, this service's own (SFUMATO_PUBLIC_URL's, else the request's). A client that sends
+    neither (curl) passes; the forms' tokens still hold."""
+    site = request.headers.get("sec-fetch-site")
+    if site is not None and site not in ("same-origin", "none"):
+        return False
+    origin = request.headers.get("origin")
+    if origin is None:
+        return True
+    public_url = runtime_of(request).services.settings.public_url
+    if public_url:
+        parts = urlsplit(public_url)
+        return origin == f"{parts.scheme}://{parts.netloc}"
+    return origin == f"{request.url.scheme}://{request.url.netloc}"
 
 
 def safe_next(target: str | None) -> str:
@@ -155,9 +200,10 @@ def render(request: Request, template: str, status: int = 200, **context: Any) -
 
 async def _signed_in(request: Request) -> SignedIn:
     runtime = runtime_of(request)
-    token = request.cookies.get(SESSION_COOKIE)
+    token = session_token(request)
     db = runtime.services.db
-    user = await anyio.to_thread.run_sync(sessions.resume, db, token)
+    absolute = timedelta(hours=runtime.services.settings.session_absolute_hours)
+    user = await anyio.to_thread.run_sync(sessions.resume, db, token, absolute)
     if user is None:
         raise SignInRequired()
     if user.extended:
@@ -172,12 +218,62 @@ FORM_FIELD_BYTES = 16 * 1024
 FILE_FORMS = (f"{PREFIX}/uploads",)
 
 
+# PostgreSQL's text cannot hold NUL: a form, a query or a path holding it is refused here
+# (the API's bodies and queries in gateway/nul.py), never a 500 at the database.
+NUL_REFUSAL = "No field may hold the NUL character (\\u0000)."
+
+
+def holds_nul(form: FormData) -> bool:
+    for name, value in form.multi_items():
+        text = value if isinstance(value, str) else (value.filename or "")
+        if "\x00" in name or "\x00" in text:
+            return True
+    return False
+
+
 async def read_form(request: Request) -> FormData:
-    """The posted form, within the bounds above (a 400 beyond them)."""
+    """The posted form, within the bounds above (a 400 beyond them, and for a NUL)."""
     files = 1 if request.url.path in FILE_FORMS else 0
-    return await request.form(
+    form = await request.form(
         max_files=files, max_fields=FORM_FIELDS, max_part_size=FORM_FIELD_BYTES
     )
+    if holds_nul(form):
+        raise StarletteHTTPException(400, NUL_REFUSAL)
+    return form
+
+
+# A number typed in a form: ASCII digits only (Python's int() takes `²` and other Unicode
+# digits, and refuses more than 4,300 of them with an error), and at most this many.
+WHOLE_DIGITS = 12
+
+
+def form_whole(value: str) -> int | None:
+    """A whole number typed in a form field, or None when it is not one."""
+    if value.isascii() and value.isdigit() and len(value) <= WHOLE_DIGITS:
+        return int(value)
+    return None
+
+
+class RateLimited(Exception):
+    """A dashboard action past the rate limit of the API call it mirrors."""
+
+    def __init__(self, seconds: int) -> None:
+        super().__init__(f"Too many requests. Try again in {seconds} seconds.")
+        self.seconds = seconds
+
+
+def spend(page: Page, api_method: str, api_path: str, caller: Caller | None = None) -> None:
+    """Count a dashboard action in the rate-limit bucket of the API call it mirrors, for the
+    account's dashboard key (the caller its jobs are created as). Raises RateLimited past it;
+    counts nothing while Redis is out of reach, as the API's limit does."""
+    caller = caller or authentication.dashboard_caller(page.services.db, page.user.account_id)
+    try:
+        decision = page.runtime.limiter.hit(bucket_of(api_method, api_path), caller.api_key_id)
+    except redis.RedisError as error:
+        log.warning("dashboard: rate limit not counted, Redis unavailable: %s", error)
+        return
+    if not decision.allowed:
+        raise RateLimited(decision.reset_seconds)
 
 
 async def _page(request: Request, user: Annotated[SignedIn, Depends(_signed_in)]) -> Page:
@@ -224,6 +320,8 @@ class DashboardRoute(APIRoute):
         handler = super().get_route_handler()
 
         async def guarded(request: Request) -> Response:
+            if b"%00" in request.scope.get("query_string", b"") or "\x00" in request.url.path:
+                return error_page(request, 400, "That address is not valid", NUL_REFUSAL)
             try:
                 response = await handler(request)
                 renewed = getattr(request.state, "renewed_session", None)
@@ -262,6 +360,10 @@ class DashboardRoute(APIRoute):
                     "; ".join(f"{name} {why}" for name, why in details.items()),
                     back=request.url.path,
                 )
+            except RateLimited as limited:
+                response = error_page(request, 429, "Too many requests", str(limited))
+                response.headers["Retry-After"] = str(limited.seconds)
+                return response
             except DomainError as error:
                 return error_page(request, error.status, "That did not work", error.message)
             except StarletteHTTPException as error:  # a form past its bounds

@@ -15,6 +15,7 @@ from core.jobs.contract import (
     VideoResult,
     result_of,
 )
+from core.jobs.standing import Standing
 from gateway.responses import render_json
 from gateway.signing import UrlSigner
 
@@ -30,6 +31,7 @@ class JobLike(Protocol):
     error: dict[str, Any] | None
     progress: float
     message: str | None
+    preview_key: str | None
 
 
 def progress_of(job: JobLike) -> float:
@@ -40,11 +42,31 @@ def progress_of(job: JobLike) -> float:
     return round(min(1.0, max(0.0, job.progress)), 3)
 
 
+def preview_of(job: JobLike) -> str | None:
+    """The storage key of the job's latest live preview: only while it is processing (the
+    previews are deleted when it ends)."""
+    return job.preview_key if job.status == JobStatus.PROCESSING else None
+
+
 def notes_of(job: JobLike) -> list[str]:
     """A completed job's notes (stored one a line in `message`, see core/jobs/contract.py)."""
     if job.status != JobStatus.COMPLETED or not job.message:
         return []
     return job.message.split(NOTES_SEPARATOR)
+
+
+def add_standing(view: dict[str, Any], job: JobLike, standing: Standing) -> None:
+    """The extensions `queuePosition` and `estimatedStartAt` on a pending job,
+    `estimatedCompletionAt` on a processing one (null when it cannot be known)."""
+    if job.status == JobStatus.PENDING and standing.queue_position is not None:
+        view["queuePosition"] = standing.queue_position
+        view["estimatedStartAt"] = _moment(standing.estimated_start_at)
+    elif job.status == JobStatus.PROCESSING:
+        view["estimatedCompletionAt"] = _moment(standing.estimated_completion_at)
+
+
+def _moment(moment: datetime | None) -> str | None:
+    return isoformat_ms(moment) if moment is not None else None
 
 
 class JobPresenter:
@@ -60,9 +82,15 @@ class JobPresenter:
             "createdAt": isoformat_ms(job.created_at),
         }
 
-    def job(self, job: JobLike) -> dict[str, Any]:
+    def job(self, job: JobLike, standing: Standing | None = None) -> dict[str, Any]:
+        """The job as every read shows it; `standing` adds where a job in flight stands."""
         view = self.created(job)
         view["progress"] = progress_of(job)
+        if standing is not None:
+            add_standing(view, job, standing)
+        preview = preview_of(job)
+        if preview is not None:
+            view["previewUrl"] = self.signer.url(preview)
         if job.status == JobStatus.COMPLETED and job.result is not None:
             view["result"] = self._result(result_of(job.type, job.result))
         if job.status == JobStatus.FAILED and job.error is not None:
@@ -72,7 +100,7 @@ class JobPresenter:
 
     def _result(self, result: StoredResult) -> dict[str, Any]:
         if isinstance(result, ImagesResult):
-            return {
+            images: dict[str, Any] = {
                 "images": [
                     {
                         "id": image.id,
@@ -83,10 +111,16 @@ class JobPresenter:
                     for image in result.images
                 ]
             }
+            # Results stored before seeds were reported have none.
+            if result.seed is not None:
+                images["seed"] = result.seed
+            if result.model is not None:
+                images["model"] = result.model
+            return images
         if isinstance(result, VideoResult):
             video = result.video
             poster = video.thumbnail_key
-            return {
+            clip: dict[str, Any] = {
                 "video": {
                     "id": video.id,
                     "url": self.signer.url(video.key),
@@ -96,6 +130,9 @@ class JobPresenter:
                     "height": video.height,
                 }
             }
+            if result.seed is not None:
+                clip["seed"] = result.seed
+            return clip
         return {"style": {"id": result.style.id}}
 
 
@@ -111,9 +148,9 @@ class JobAnswers:
     def __init__(self) -> None:
         self._bodies: dict[tuple[str, str], tuple[JobLike, object, bytes]] = {}
 
-    def body(self, job: JobLike, signer: UrlSigner) -> bytes:
+    def body(self, job: JobLike, signer: UrlSigner, standing: Standing | None = None) -> bytes:
         if job.status not in TERMINAL:
-            return render_json({"data": JobPresenter(signer).job(job)})
+            return render_json({"data": JobPresenter(signer).job(job, standing)})
         place = (job.id, signer.base_url)
         validity = signer.validity()
         kept = self._bodies.get(place)

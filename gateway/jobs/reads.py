@@ -5,21 +5,27 @@ The read is one statement compiled once and run on the driver's own connection
 connection on PostgreSQL, never in a thread. A long-poll watches the job's state events before it
 reads (`JobEvents.watch`), so no change is missed, and reads again only when woken. Long-polls of
 one account's job woken by the same event share one read (a job many clients hold makes one query
-per change, not one per waiter).
+per change, not one per waiter). A job in flight's answer carries its standing (its queue
+position and estimates, `core/jobs/standing.py`), worked out when the answer is made.
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, Protocol
 
 from core.db import Database
 from core.events import JobEvents, JobWatch, begun_after_wakes
 from core.jobs import service as jobs_service
 from core.jobs.contract import TERMINAL
+from core.jobs.standing import ReadJob, Standing, Standings
 from gateway.jobs.presenter import JobAnswers, JobLike
 from gateway.signing import UrlSigner
+
+
+class JobView(JobLike, ReadJob, Protocol):
+    """A job as the read gives it: what the presenter shows, and what its standing needs."""
 
 
 class JobReads:
@@ -30,17 +36,26 @@ class JobReads:
         # Per (account, job): the latest read begun for woken long-polls, with its ordinal.
         self._rereads: dict[tuple[str, str], tuple[int, asyncio.Future[Any]]] = {}
         self._answers = JobAnswers()
+        self.standings = Standings(db)
 
     async def answer(
         self, account_id: str, job_id: str, types: Sequence[str], wait: bool, signer: UrlSigner
     ) -> bytes | None:
         """The body of `read`'s answer, `{"data": job}` (None: no such job)."""
         job = await self.read(account_id, job_id, types, wait)
-        return None if job is None else self._answers.body(job, signer)
+        if job is None:
+            return None
+        return self._answers.body(job, signer, await self.standing(job))
+
+    async def standing(self, job: JobView) -> Standing | None:
+        """Where the job stands if it is in flight (None once it is finished)."""
+        if job.status in TERMINAL:
+            return None
+        return await self.standings.of_read(job)
 
     async def read(
         self, account_id: str, job_id: str, types: Sequence[str], wait: bool
-    ) -> JobLike | None:
+    ) -> JobView | None:
         """The account's job of one of `types` (None: no such job), after waiting for a terminal
         state when `wait` (about `wait_seconds` at most)."""
         if not wait:
@@ -52,8 +67,8 @@ class JobReads:
         account_id: str,
         job_id: str,
         types: Sequence[str],
-        ready: Callable[[JobLike], bool],
-    ) -> JobLike | None:
+        ready: Callable[[JobView], bool],
+    ) -> JobView | None:
         """The account's job of one of `types` (None: no such job) once `ready` holds for it,
         or as it is after about `wait_seconds`; woken by the job's state events."""
         loop = asyncio.get_running_loop()
@@ -86,9 +101,9 @@ class JobReads:
             del self._rereads[key]
 
 
-def _is_terminal(job: JobLike) -> bool:
+def _is_terminal(job: JobView) -> bool:
     return job.status in TERMINAL
 
 
-def _of_types(job: Any, types: Sequence[str]) -> JobLike | None:
+def _of_types(job: Any, types: Sequence[str]) -> JobView | None:
     return job if job is not None and job.type in types else None

@@ -189,7 +189,7 @@ JOB_EVENT_SCHEMA = {
     "type": "object",
     "required": ["id", "data"],
     "properties": {
-        "id": {"type": "string", "pattern": "^[a-z_]+/[0-9]{1,4}$"},
+        "id": {"type": "string", "pattern": "^[a-z_]+/[0-9]{1,4}(/[0-9]{1,9})?$"},
         "event": {"type": "string"},
         "data": {
             "type": "string",
@@ -209,8 +209,11 @@ JOB_EVENT_SCHEMA = {
             "description": (
                 'A `text/event-stream`: `data: {"data": job}` (the job as `getJob` shows it) at '
                 "once, then on every change of status or progress (at most 5 a second), then the "
-                "terminal job, and the stream ends. Each event's `id:` names the state it shows "
-                "(`<status>/<progress in thousandths>`); `: heartbeat` comments keep it open."
+                "terminal job, and the stream ends; a pending job's again whenever its "
+                "`queuePosition` changes. Each event's `id:` names the state it shows "
+                "(`<status>/<progress in thousandths>`, then `/<n>` while it shows its n-th live "
+                "preview, `previewUrl`, or a pending job's position); `: heartbeat` comments keep "
+                "it open."
             ),
             # OpenAPI 3.1: an event stream's `schema` describes one event (3.2's `itemSchema`).
             "content": {"text/event-stream": {"schema": JOB_EVENT_SCHEMA}},
@@ -259,6 +262,7 @@ async def stream_job_events(
 def list_jobs(
     caller: CallerDep,
     db: DatabaseDep,
+    reads: JobReadsDep,
     signer: SignerDep,
     cursor: Annotated[str | None, Query(max_length=512)] = None,
     limit: Annotated[int, Query(ge=1, le=50)] = 20,
@@ -271,7 +275,11 @@ def list_jobs(
     types = (type,) if type else IMAGE_TYPES
     jobs, next_cursor = jobs_service.list_page(db, caller.account_id, types, status, cursor, limit)
     presenter = JobPresenter(signer)
-    return {"data": [presenter.job(job) for job in jobs], "nextCursor": next_cursor}
+    standings = reads.standings
+    return {
+        "data": [presenter.job(job, standings.of(job)) for job in jobs],
+        "nextCursor": next_cursor,
+    }
 
 
 @router.post("/jobs/{id}/cancel", response_model=JobEnvelope, summary="Cancel an in-flight job")

@@ -23,7 +23,7 @@ import math
 import cv2
 import numpy as np
 
-from pipelines.base import ImageOutput, JobControl, ReframeInput
+from pipelines.base import ImageOutput, JobControl, ReframeInput, offer_preview
 from pipelines.builtin.imaging import (
     Float,
     blurred,
@@ -288,6 +288,7 @@ class BuiltinReframe:
         if (box_width, box_height) == (width, height):
             return ImageOutput(images=[placed_image], notes=["same aspect ratio; resized only"])
         placed = to_array(placed_image)
+        offer_preview(control, placed_image.copy)
 
         stages.begin("extending")
         work_width, work_height = width, height
@@ -304,6 +305,7 @@ class BuiltinReframe:
         work_source = resized(placed, work_box[2], work_box[3])
         fill = _fill(work_source, work_width, work_height, work_box, inputs.seed)
         grain = _grain_level(work_source)
+        offer_preview(control, lambda: to_image(fill))  # the new area, before the seams are blended
 
         stages.begin("composing")
         fill = resized(fill, width, height)

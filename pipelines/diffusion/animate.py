@@ -44,6 +44,7 @@ class DiffusionAnimate:
                 length,
                 inputs.seed + index,
                 step_reporter(control, index, len(segments), message),
+                previews=control,
             )
             frames.extend(made if index == 0 else made[1:])
             start = Image.fromarray(made[-1])

@@ -17,10 +17,21 @@ from typing import Any, Generic, TypeVar
 from PIL import Image
 
 from models.cache import ModelCache, shared_cache
-from models.registry import ModelSpec, find_registry
+from models.registry import AdapterSpec, ModelSpec, find_registry
 from models.settings import ModelSettings
-from pipelines.base import Cancelled, ImageOutput, JobControl, OutOfDeviceMemory
+from models.tuning import eagerly
+from pipelines.base import (
+    Adapter,
+    Cancelled,
+    ImageOutput,
+    JobControl,
+    OutOfDeviceMemory,
+    PreviewControl,
+    wants_preview,
+)
 from pipelines.diffusion.device import generator_for, is_out_of_memory
+from pipelines.diffusion.latent_factors import LatentFactors
+from pipelines.diffusion.previews import factors_for, latent_preview
 
 log = logging.getLogger(__name__)
 
@@ -28,7 +39,13 @@ InputT = TypeVar("InputT")
 
 # Arguments the operations pass where the class takes them; other families' classes lack some
 # (FLUX has no image_guidance_scale, FLUX Fill no strength) and are called without them.
-OPTIONAL_ARGUMENTS = {"strength", "image_guidance_scale", "guidance_scale", "noise_level"}
+OPTIONAL_ARGUMENTS = {
+    "strength",
+    "image_guidance_scale",
+    "guidance_scale",
+    "noise_level",
+    "negative_prompt",
+}
 
 
 @dataclass
@@ -38,6 +55,7 @@ class Slot:
     member: int
     prompt: str
     seed: int
+    negative_prompt: str | None = None
     image: Image.Image | None = None
     mask: Image.Image | None = None
     # The image an IP-Adapter conditions this slot on (only when the weights have one).
@@ -51,6 +69,8 @@ class Call:
     task: str | None
     arguments: dict[str, Any]
     slots: list[Slot] = field(default_factory=list)
+    # The LoRA adapters every slot of the call applies (batches share them).
+    adapters: tuple[Adapter, ...] = ()
 
 
 class BatchProgress:
@@ -84,6 +104,32 @@ class BatchProgress:
         if len(self.dropped) == len(self.controls):
             raise Cancelled()
 
+    def wanting_previews(self) -> list[int]:
+        """The live members whose controls would show a preview now."""
+        return [
+            index
+            for index, control in enumerate(self.controls)
+            if index not in self.dropped and wants_preview(control)
+        ]
+
+    def preview(self, member: int, image: Image.Image) -> None:
+        control = self.controls[member]
+        if isinstance(control, PreviewControl):
+            control.preview(image)
+
+
+def seed_of_image(seed: int, index: int) -> int:
+    """The seed of image `index` of a job's variations (docs/api.md): the next seeds, wrapping
+    within 0..2**32-1, so image i of seed s is image 0 of seed s + i."""
+    return (seed + index) % 2**32
+
+
+def negative_prompt_notes(negative_prompt: str | None, guidance: float) -> list[str]:
+    """What a pipeline says of a negative prompt it was given but that cannot act."""
+    if negative_prompt and guidance <= 1:
+        return [f"the negative prompt has no effect at guidance {guidance:g} (it needs > 1)"]
+    return []
+
 
 class DiffusionPipeline(Generic[InputT]):
     """Base of the diffusion pipelines: reads the operation's registry entry, loads it at
@@ -97,9 +143,16 @@ class DiffusionPipeline(Generic[InputT]):
         spec: ModelSpec | None = None,
         cache: ModelCache | None = None,
         models: ModelSettings | None = None,
+        adapters: tuple[AdapterSpec, ...] = (),
     ) -> None:
         models = models or ModelSettings()
-        self.spec = spec or find_registry(models).spec(self.operation)
+        if spec is None:
+            registry = find_registry(models)
+            spec = registry.spec(self.operation)
+            adapters = tuple(registry.adapters_for(spec.id))
+        self.spec = spec
+        # The LoRA adapters installed for this model, loaded into its weights on first use.
+        self.adapters = {adapter.name: adapter for adapter in adapters}
         self.cache = cache or shared_cache(models)
         self.cache.ensure(self.spec, self.tasks())
         # Called with the number of images of every pipeline call (metrics, benchmarks, tests).
@@ -146,35 +199,40 @@ class DiffusionPipeline(Generic[InputT]):
     # --- calls ---------------------------------------------------------------------------
 
     def run_call(self, call: Call, progress: BatchProgress) -> list[Image.Image]:
-        """The slots' images, in order. On a CUDA out-of-memory error the models no call is
-        using are released and the call retried once as two halves; a second one fails it."""
+        """The slots' images, in order (see `_run_slots` for running out of memory)."""
+        return self._run_slots(call, call.slots, progress)
+
+    def _run_slots(
+        self, call: Call, slots: list[Slot], progress: BatchProgress
+    ) -> list[Image.Image]:
+        """On a CUDA out-of-memory error the models no call is using are released, the device's
+        cache emptied, and the slots retried as two halves, each of which may split again; one
+        image that still does not fit fails the call (`OutOfDeviceMemory`: the job fails with
+        a refund, the worker goes on to its next job)."""
         try:
-            return self._attempt(call, call.slots, progress)
+            return self._attempt(call, slots, progress)
         except Exception as error:
             if not is_out_of_memory(error):
                 raise
-            log.warning("out of GPU memory with %d images; retrying in halves", len(call.slots))
+            log.warning("out of GPU memory with %d images; retrying in halves", len(slots))
+        # Out of the except block: the error's traceback (holding the failed call's tensors)
+        # is gone before the memory is handed back.
         self.cache.release_unused(self.spec)
-        if len(call.slots) == 1:
+        if len(slots) == 1:
             raise OutOfDeviceMemory("one image does not fit in the GPU's memory")
-        middle = len(call.slots) // 2
-        images: list[Image.Image] = []
-        try:
-            for half in (call.slots[:middle], call.slots[middle:]):
-                images.extend(self._attempt(call, half, progress))
-        except Exception as error:
-            if not is_out_of_memory(error):
-                raise
-            self.cache.release_unused(self.spec)
-            raise OutOfDeviceMemory(
-                f"out of GPU memory even at half batch ({middle} images)"
-            ) from error
-        return images
+        middle = len(slots) // 2
+        return self._run_slots(call, slots[:middle], progress) + self._run_slots(
+            call, slots[middle:], progress
+        )
 
     def _attempt(self, call: Call, slots: list[Slot], progress: BatchProgress) -> list[Image.Image]:
         with self.cache.pipeline_for(self.spec, call.task) as pipe:
+            self._apply_adapters(pipe, call.adapters)
             arguments = dict(call.arguments)
             arguments["prompt"] = [slot.prompt for slot in slots]
+            if any(slot.negative_prompt for slot in slots):
+                # "" is what diffusers uses for a slot without one (the unconditional prompt).
+                arguments["negative_prompt"] = [slot.negative_prompt or "" for slot in slots]
             arguments["generator"] = [generator_for(slot.seed, self.cache.device) for slot in slots]
             if any(slot.image is not None for slot in slots):
                 arguments["image"] = [slot.image for slot in slots]
@@ -185,12 +243,17 @@ class DiffusionPipeline(Generic[InputT]):
                     pipe, slots, float(arguments.get("guidance_scale", 1.0)) > 1
                 )
             steps = int(arguments.get("num_inference_steps", 1))
+            factors = factors_for(self.spec.family, self.spec.pipeline)
+            aspect = _aspect(arguments, slots)
 
             def on_step_end(
                 pipeline: Any, step: int, _timestep: Any, tensors: dict[str, Any]
             ) -> dict[str, Any]:
                 total = int(getattr(pipeline, "num_timesteps", 0) or steps)
                 progress.report((step + 1) / max(total, 1), "denoising")
+                latents = tensors.get("latents")
+                if factors is not None and latents is not None:
+                    self._show_previews(progress, slots, latents, factors, aspect)
                 return tensors
 
             def on_step(step: int, _timestep: Any, _latents: Any) -> None:
@@ -205,7 +268,48 @@ class DiffusionPipeline(Generic[InputT]):
                 arguments |= {"callback": on_step, "callback_steps": 1}
             for listener in self.call_listeners:
                 listener(len(slots))
-            return list(self.invoke(pipe, arguments).images)
+            # LoRA layers in the weights: the graphs compiled without them do not apply.
+            with eagerly(pipe, bool(_loaded_adapters(pipe))):
+                return list(self.invoke(pipe, arguments).images)
+
+    @staticmethod
+    def _show_previews(
+        progress: BatchProgress,
+        slots: list[Slot],
+        latents: Any,
+        factors: LatentFactors,
+        aspect: float,
+    ) -> None:
+        """Each member that wants one is shown the latents of its first image."""
+        for member in progress.wanting_previews():
+            position = next((i for i, slot in enumerate(slots) if slot.member == member), None)
+            if position is None or position >= len(latents):
+                continue
+            image = latent_preview(latents[position], factors, aspect)
+            if image is not None:
+                progress.preview(member, image)
+
+    def _apply_adapters(self, pipe: Any, adapters: tuple[Adapter, ...]) -> None:
+        """Make `adapters` (at their scales) the active LoRA of these weights, and none other:
+        each is loaded into the weights once (the twins made with `from_pipe` share them) and
+        kept while the weights stay in the cache; a call without adapters turns them off."""
+        loaded = _loaded_adapters(pipe)
+        if not adapters:
+            if loaded:
+                pipe.disable_lora()
+            return
+        for adapter in adapters:
+            if adapter.name not in loaded:
+                spec = self.adapters[adapter.name]
+                log.info("loading the LoRA adapter %s into %s", adapter.name, self.spec.id)
+                pipe.load_lora_weights(
+                    str(spec.folder), weight_name=spec.weight_name, adapter_name=adapter.name
+                )
+        pipe.enable_lora()
+        pipe.set_adapters(
+            [adapter.name for adapter in adapters],
+            adapter_weights=[adapter.scale for adapter in adapters],
+        )
 
     def _ip_adapter_embeds(self, pipe: Any, slots: list[Slot], guidance: bool) -> list[Any]:
         """Image embeddings for weights with an IP-Adapter: of the call's reference (diffusers
@@ -231,6 +335,21 @@ class DiffusionPipeline(Generic[InputT]):
     def invoke(self, pipe: Any, arguments: dict[str, Any]) -> Any:
         """The diffusers call itself (tests override it to simulate running out of memory)."""
         return pipe(**arguments)
+
+
+def _aspect(arguments: dict[str, Any], slots: list[Slot]) -> float:
+    """The width / height of the call's images (a preview of token latents needs it)."""
+    if "width" in arguments and "height" in arguments:
+        return float(arguments["width"]) / float(arguments["height"])
+    image = slots[0].image
+    return image.width / image.height if image is not None else 1.0
+
+
+def _loaded_adapters(pipe: Any) -> set[str]:
+    """The LoRA adapters loaded into these weights (none for a class without LoRA support)."""
+    if not hasattr(pipe, "get_list_adapters"):
+        return set()
+    return {name for names in pipe.get_list_adapters().values() for name in names}
 
 
 def has_ip_adapter(pipe: Any) -> bool:

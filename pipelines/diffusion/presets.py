@@ -19,12 +19,27 @@ PRESETS: dict[str, dict[str, tuple[int, float]]] = {
     "flux": {"low": (20, 3.5), "medium": (28, 3.5), "high": (40, 3.5)},
     "other": {"low": (20, 5.0), "medium": (30, 6.0), "high": (40, 7.0)},
 }
+# The steps and guidance a create may ask of a family's model, unless its registry entry says
+# (`steps_range`, `guidance_range`; a distilled model such as SD-Turbo: 1-4 and 0).
+RANGES: dict[str, tuple[tuple[int, int], tuple[float, float]]] = {
+    "sd15": ((10, 100), (1.0, 20.0)),
+    "sdxl": ((10, 60), (1.0, 15.0)),
+    "sd3": ((10, 60), (1.0, 15.0)),
+    "flux": ((4, 50), (1.0, 10.0)),
+    "other": ((1, 100), (0.0, 20.0)),
+}
 # The side of the square whose area each family was trained at.
 NATIVE_SIDE = {"sd15": 512, "sdxl": 1024, "sd3": 1024, "flux": 1024, "other": 512}
 
 
-def quality_settings(spec: ModelSpec, quality: str = "medium") -> tuple[int, float]:
-    """Steps and guidance for this entry and quality."""
+def quality_settings(
+    spec: ModelSpec,
+    quality: str = "medium",
+    steps_asked: int | None = None,
+    guidance_asked: float | None = None,
+) -> tuple[int, float]:
+    """Steps and guidance for this entry and quality; a create's own steps or guidance (checked
+    against `steering_ranges` when it was made) replace them."""
     steps, guidance = PRESETS[spec.family].get(quality, PRESETS[spec.family]["medium"])
 
     def pick(name: str, default: float) -> float:
@@ -33,7 +48,23 @@ def quality_settings(spec: ModelSpec, quality: str = "medium") -> tuple[int, flo
             return float(value.get(quality, default))
         return default if value is None else float(value)
 
-    return int(pick("steps", steps)), pick("guidance", guidance)
+    return (
+        int(pick("steps", steps)) if steps_asked is None else steps_asked,
+        pick("guidance", guidance) if guidance_asked is None else guidance_asked,
+    )
+
+
+def steering_ranges(spec: ModelSpec) -> tuple[tuple[int, int], tuple[float, float]]:
+    """The steps and guidance a create may ask of this entry: its own ranges, else its family's,
+    widened to hold what it runs by quality (a value the entry runs is always allowed)."""
+    family_steps, family_guidance = RANGES[spec.family]
+    steps = spec.steps_range or family_steps
+    guidance = spec.guidance_range or family_guidance
+    ran = [quality_settings(spec, quality) for quality in ("low", "medium", "high")]
+    return (
+        (min(steps[0], *(s for s, _ in ran)), max(steps[1], *(s for s, _ in ran))),
+        (min(guidance[0], *(g for _, g in ran)), max(guidance[1], *(g for _, g in ran))),
+    )
 
 
 def native_size(spec: ModelSpec, width: int, height: int, multiple: int) -> tuple[int, int]:

@@ -100,8 +100,8 @@ class DiffusionReframe(DiffusionPipeline[ReframeInput]):
                         member,
                         prompt,
                         job.seed,
-                        Image.fromarray(canvas).resize((width, height), LANCZOS),
-                        Image.fromarray((mask * 255).astype(np.uint8)).resize((width, height)),
+                        image=Image.fromarray(canvas).resize((width, height), LANCZOS),
+                        mask=Image.fromarray((mask * 255).astype(np.uint8)).resize((width, height)),
                     )
                 )
         painted = dict(

@@ -42,6 +42,7 @@ class DiffusionTransition:
             length,
             inputs.seed,
             step_reporter(control, 0, 1, "denoising"),
+            previews=control,
         )
         soundtrack = soundtrack_for(
             inputs.prompt, plan.frame_count, inputs.seed, inputs.audio, plan.seconds / 2

@@ -76,7 +76,7 @@ class DiffusionUpscale(DiffusionPipeline[UpscaleInput]):
                 None,
                 arguments,
                 [
-                    Slot(0, prompt, job.seed + start + index, low.crop((x, y, x + w, y + h)))
+                    Slot(0, prompt, job.seed + start + index, image=low.crop((x, y, x + w, y + h)))
                     for index, (x, y, w, h) in enumerate(part)
                 ],
             )

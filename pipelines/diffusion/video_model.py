@@ -37,9 +37,10 @@ from PIL import Image
 from models.cache import ModelCache, shared_cache
 from models.registry import ModelSpec, find_registry
 from models.settings import ModelSettings
-from pipelines.base import OutOfDeviceMemory
+from pipelines.base import JobControl, OutOfDeviceMemory, PreviewControl
 from pipelines.diffusion.device import generator_for, is_out_of_memory
 from pipelines.diffusion.presets import native_size
+from pipelines.diffusion.previews import factors_for, latent_preview
 from pipelines.media.framing import cover
 from pipelines.media.mp4 import FPS, frame_count_for
 
@@ -184,10 +185,12 @@ class VideoModel:
         frames: int,
         seed: int,
         on_step: Callable[[float], None],
+        previews: JobControl | None = None,
     ) -> list[Frame]:
         """One model call: `frames` frames at `size` (native), conditioned on `images` (the
         pipeline's image arguments, already at `size`). `on_step` gets the fraction of steps
-        done and may raise to cancel."""
+        done and may raise to cancel; `previews`, when it shows them, is shown the middle frame
+        of the latents as they are denoised (pipelines/diffusion/previews.py)."""
         options = self.spec.options
         steps = int(options.get("steps", 30))
         arguments: dict[str, Any] = {
@@ -206,10 +209,24 @@ class VideoModel:
         if "max_sequence_length" in options:
             arguments["max_sequence_length"] = int(options["max_sequence_length"])
 
+        factors = factors_for(self.spec.family, self.spec.pipeline)
+        latent_frames = (frames - 1) // self.geometry.frame_multiple + 1
+
         def step_end(pipe: Any, step: int, timestep: Any, tensors: dict[str, Any]) -> dict:
             # A multistep scheduler may take more timesteps than `steps`; the pipeline knows.
             total = int(getattr(pipe, "num_timesteps", 0) or steps)
             on_step(min(1.0, (step + 1) / total))
+            latents = tensors.get("latents")
+            if (
+                factors is not None
+                and latents is not None
+                and isinstance(previews, PreviewControl)
+                and previews.wants_preview()
+            ):
+                aspect = size[0] / size[1]
+                image = latent_preview(latents[0], factors, aspect, latent_frames)
+                if image is not None:
+                    previews.preview(image)
             return tensors
 
         try:

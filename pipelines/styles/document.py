@@ -8,7 +8,9 @@ from urllib.parse import urlsplit
 
 from selectolax.lexbor import LexborHTMLParser, LexborNode
 
-_TITLE_SEPARATORS = re.compile("\\s+[|\\-\u2013\u2014\u00b7:]\\s+|\\s*[|\u00b7]\\s*")
+# Between a title's brand and its tagline: a spaced dash, bar or dot, a bar or dot unspaced, or a
+# colon followed by a space ("Nocturne Audio: headphones for the night shift").
+_TITLE_SEPARATORS = re.compile("\\s+[|\\-\u2013\u2014\u00b7:]\\s+|\\s*[|\u00b7]\\s*|:\\s+")
 
 
 def node_text(node: LexborNode | None) -> str:

@@ -18,12 +18,18 @@ import typer
 
 from sfumato.cli import generation, server
 from sfumato.cli.accounts import accounts_app
+from sfumato.cli.help import PlainHelpGroup
 from sfumato.cli.jobs import jobs_app
 from sfumato.cli.keys import keys_app
 from sfumato.cli.models import models_app
 from sfumato.cli.styles import style_app
 
-app = typer.Typer(help="Sfumato: self-hostable image and video generation.", no_args_is_help=True)
+app = typer.Typer(
+    help="Sfumato: self-hostable image and video generation.",
+    no_args_is_help=True,
+    cls=PlainHelpGroup,
+    rich_markup_mode=None,
+)
 app.add_typer(accounts_app, name="accounts")
 app.add_typer(keys_app, name="keys")
 app.add_typer(models_app, name="models")

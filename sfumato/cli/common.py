@@ -40,7 +40,39 @@ def fail(message: str) -> NoReturn:
     raise typer.Exit(code=1)
 
 
-def configure_logging(level: str) -> None:
-    logging.basicConfig(
-        level=level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
-    )
+def configure_logging(level: str, log_format: str = "text", access_log: bool = False) -> None:
+    """The root logger at `level`, as text or one JSON object a line; the gateway's access log
+    (gateway.metrics.ACCESS_LOG) only when asked for."""
+    from gateway.metrics import ACCESS_LOG
+
+    handler = logging.StreamHandler()
+    if log_format == "json":
+        handler.setFormatter(JsonFormatter())
+    else:
+        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    logging.basicConfig(level=level.upper(), handlers=[handler])
+    logging.getLogger(ACCESS_LOG).setLevel(logging.INFO if access_log else logging.WARNING)
+
+
+# What a LogRecord carries of its own: the rest of its attributes came in `extra=`.
+_RECORD_FIELDS = frozenset(vars(logging.LogRecord("", 0, "", 0, "", None, None))) | {"message"}
+
+
+class JsonFormatter(logging.Formatter):
+    """One JSON object a line: time, level, logger, message, the fields a call passed in
+    `extra=` (the access log's requestId, method, route, status, durationMs) and a traceback
+    when there is one."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        import json
+
+        entry = {
+            "time": self.formatTime(record, "%Y-%m-%dT%H:%M:%S%z"),
+            "level": record.levelname,
+            "logger": record.name,
+            "message": record.getMessage(),
+        }
+        entry |= {k: v for k, v in vars(record).items() if k not in _RECORD_FIELDS}
+        if record.exc_info:
+            entry["exception"] = self.formatException(record.exc_info)
+        return json.dumps(entry, default=str)

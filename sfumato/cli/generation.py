@@ -8,7 +8,16 @@ from typing import Annotated
 
 import typer
 
-from sfumato.cli.remote import ApiKeyOption, ApiUrlOption, OutputOption, choice, connected, finish
+from sfumato.cli.remote import (
+    ApiKeyOption,
+    ApiUrlOption,
+    JsonOption,
+    OutputOption,
+    PreviewOption,
+    choice,
+    connected,
+    finish,
+)
 
 CURRENT_DIRECTORY = Path(".")
 AudioOption = Annotated[
@@ -17,6 +26,45 @@ AudioOption = Annotated[
 NegativePromptOption = Annotated[
     str | None, typer.Option("--negative-prompt", help="What the motion should avoid.")
 ]
+SeedOption = Annotated[
+    int | None,
+    typer.Option(help="The noise seed, 0 to 4294967295 (default random; printed when done)."),
+]
+NegativeOption = Annotated[
+    str | None, typer.Option("--negative", help="What the picture should not show.")
+]
+StepsOption = Annotated[
+    int | None, typer.Option(help="Denoising steps, within the model's range (GET /v1/models).")
+]
+GuidanceOption = Annotated[
+    float | None, typer.Option(help="Guidance (CFG) scale, within the model's range.")
+]
+ModelOption = Annotated[
+    str | None, typer.Option(help="The model to run (default: the operation's default).")
+]
+LoraOption = Annotated[
+    list[str] | None,
+    typer.Option(help="A LoRA adapter as NAME or NAME:SCALE (scale 0 to 2); up to 4."),
+]
+
+
+def adapters(values: list[str] | None) -> list[str | tuple[str, float]] | None:
+    """`--lora NAME[:SCALE]` values as the client takes them."""
+    if not values:
+        return None
+    parsed: list[str | tuple[str, float]] = []
+    for value in values:
+        name, separator, scale = value.rpartition(":")
+        if not separator:
+            parsed.append(value)
+            continue
+        try:
+            parsed.append((name, float(scale)))
+        except ValueError:
+            raise typer.BadParameter(f"{value!r}: the scale after ':' must be a number") from None
+    return parsed
+
+
 VideoResolutionOption = Annotated[
     str | None,
     typer.Option(
@@ -51,11 +99,20 @@ def generate(
         list[str] | None,
         typer.Option(help="A reference image: a local file (uploaded first), URL or id."),
     ] = None,
+    seed: SeedOption = None,
+    negative: NegativeOption = None,
+    steps: StepsOption = None,
+    guidance: GuidanceOption = None,
+    model: ModelOption = None,
+    lora: LoraOption = None,
     output: OutputOption = CURRENT_DIRECTORY,
+    preview: PreviewOption = None,
     api_url: ApiUrlOption = None,
     api_key: ApiKeyOption = None,
+    as_json: JsonOption = False,
 ) -> None:
     """Generate images from a prompt and save them."""
+    loras = adapters(lora)
     with connected(api_url, api_key) as client:
         job = client.images.generate(
             prompt,
@@ -65,8 +122,14 @@ def generate(
             style_id=style,
             references=ref or None,
             variations=variations,
+            seed=seed,
+            negative_prompt=negative,
+            steps=steps,
+            guidance=guidance,
+            model=model,
+            loras=loras,
         )
-        finish(client, job, output)
+        finish(client, job, output, preview, as_json)
 
 
 def edit(
@@ -77,14 +140,42 @@ def edit(
         typer.Option(help="A reference image: a local file (uploaded first), URL or id."),
     ] = None,
     style: Annotated[str | None, typer.Option(help="A saved style's id.")] = None,
+    mask: Annotated[
+        str | None,
+        typer.Option(
+            help="Change only the white of this mask (the image's size): a local file "
+            "(uploaded first), URL or id."
+        ),
+    ] = None,
+    seed: SeedOption = None,
+    negative: NegativeOption = None,
+    steps: StepsOption = None,
+    guidance: GuidanceOption = None,
+    model: ModelOption = None,
+    lora: LoraOption = None,
     output: OutputOption = CURRENT_DIRECTORY,
+    preview: PreviewOption = None,
     api_url: ApiUrlOption = None,
     api_key: ApiKeyOption = None,
+    as_json: JsonOption = False,
 ) -> None:
     """Edit a prior image (a job id or an image id) with a prompt."""
+    loras = adapters(lora)
     with connected(api_url, api_key) as client:
-        job = client.images.edit(image_id, prompt, references=ref or None, style_id=style)
-        finish(client, job, output)
+        job = client.images.edit(
+            image_id,
+            prompt,
+            references=ref or None,
+            style_id=style,
+            seed=seed,
+            negative_prompt=negative,
+            steps=steps,
+            guidance=guidance,
+            model=model,
+            loras=loras,
+            mask=mask,
+        )
+        finish(client, job, output, preview, as_json)
 
 
 def reframe(
@@ -99,13 +190,22 @@ def reframe(
             help="1K, 2K or 4K (default 1K).", callback=choice("ImageResolution", "--resolution")
         ),
     ] = None,
+    seed: SeedOption = None,
     output: OutputOption = CURRENT_DIRECTORY,
+    preview: PreviewOption = None,
     api_url: ApiUrlOption = None,
     api_key: ApiKeyOption = None,
+    as_json: JsonOption = False,
 ) -> None:
     """Reframe a prior image to another aspect ratio."""
     with connected(api_url, api_key) as client:
-        finish(client, client.images.resize(image_id, ratio, resolution), output)
+        finish(
+            client,
+            client.images.resize(image_id, ratio, resolution, seed=seed),
+            output,
+            preview,
+            as_json,
+        )
 
 
 def upscale(
@@ -113,13 +213,18 @@ def upscale(
     resolution: Annotated[
         str, typer.Option(help="1K, 2K or 4K.", callback=choice("ImageResolution", "--resolution"))
     ],
+    seed: SeedOption = None,
     output: OutputOption = CURRENT_DIRECTORY,
+    preview: PreviewOption = None,
     api_url: ApiUrlOption = None,
     api_key: ApiKeyOption = None,
+    as_json: JsonOption = False,
 ) -> None:
     """Upscale a prior image."""
     with connected(api_url, api_key) as client:
-        finish(client, client.images.upscale(image_id, resolution), output)
+        finish(
+            client, client.images.upscale(image_id, resolution, seed=seed), output, preview, as_json
+        )
 
 
 def animate(
@@ -129,9 +234,12 @@ def animate(
     resolution: VideoResolutionOption = None,
     audio: AudioOption = True,
     negative_prompt: NegativePromptOption = None,
+    seed: SeedOption = None,
     output: OutputOption = CURRENT_DIRECTORY,
+    preview: PreviewOption = None,
     api_url: ApiUrlOption = None,
     api_key: ApiKeyOption = None,
+    as_json: JsonOption = False,
 ) -> None:
     """Animate one image (a local file, uploaded first, a URL or an id) into a clip."""
     with connected(api_url, api_key) as client:
@@ -142,8 +250,9 @@ def animate(
             resolution=resolution,
             audio=audio,
             negative_prompt=negative_prompt,
+            seed=seed,
         )
-        finish(client, job, output)
+        finish(client, job, output, preview, as_json)
 
 
 def transition(
@@ -161,9 +270,12 @@ def transition(
     resolution: VideoResolutionOption = None,
     audio: AudioOption = True,
     negative_prompt: NegativePromptOption = None,
+    seed: SeedOption = None,
     output: OutputOption = CURRENT_DIRECTORY,
+    preview: PreviewOption = None,
     api_url: ApiUrlOption = None,
     api_key: ApiKeyOption = None,
+    as_json: JsonOption = False,
 ) -> None:
     """A clip moving from a START frame to an END frame (local files, URLs or ids)."""
     with connected(api_url, api_key) as client:
@@ -176,8 +288,9 @@ def transition(
             resolution=resolution,
             audio=audio,
             negative_prompt=negative_prompt,
+            seed=seed,
         )
-        finish(client, job, output)
+        finish(client, job, output, preview, as_json)
 
 
 COMMANDS = (generate, edit, reframe, upscale, animate, transition)

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from sfumato.cli.common import fail
+from sfumato.cli.remote import JsonOption, print_json
 
 if TYPE_CHECKING:
     from models.install import Installed
@@ -45,27 +46,70 @@ def _registry(settings: ModelSettings) -> ModelRegistry:
 
 
 @models_app.command("presets")
-def models_presets(directory: DirOption = None) -> None:
-    """The catalogue, one preset a line: name, operation, speed, model, size on disk, memory,
-    licence; `*` marks those serving now (a builtin one when its operation has no entry)."""
-    from models.presets import PRESETS
+def models_presets(directory: DirOption = None, as_json: JsonOption = False) -> None:
+    """The catalogue under a header row, one preset a line: name, operation, speed, model, size
+    on disk, memory, licence; `*` marks what serves each operation now: a pulled preset, a
+    hand-written entry, or the builtin pipeline of an operation without an entry."""
+    from models.presets import OPERATIONS, PRESETS
 
     settings = _settings(directory)
     entries = {entry.operation: entry for entry in _installed(settings)}
+    rows = []
     for preset in PRESETS:
         entry = entries.get(preset.operation)
-        mark = (
+        serving = (
             (entry is None)
             if preset.builtin
             else (entry is not None and entry.preset == preset.name)
         )
-        size = "-" if preset.builtin else f"{preset.download_gb:g} GB"
-        memory = "CPU" if preset.builtin else f"{preset.memory_gb:g} GB"
-        gated = "  gated" if preset.gated else ""
-        typer.echo(
-            f"{'*' if mark else ' '} {preset.name:<16} {preset.operation:<10} {preset.speed:<8}"
-            f"{preset.repo or 'builtin':<45} {size:>8}  {memory:>7}  {preset.licence}{gated}"
+        rows.append(
+            {
+                "serving": serving,
+                "name": preset.name,
+                "operation": preset.operation,
+                "speed": preset.speed,
+                "model": preset.repo or "builtin",
+                "downloadGb": None if preset.builtin else preset.download_gb,
+                "memoryGb": None if preset.builtin else preset.memory_gb,
+                "licence": preset.licence,
+                "gated": preset.gated,
+            }
         )
+    # What serves an operation that no row above marks: a hand-written entry, or its builtin
+    # pipeline (generate, edit, reframe and animate have no builtin preset).
+    for operation in OPERATIONS:
+        if any(row["serving"] and row["operation"] == operation for row in rows):
+            continue
+        entry = entries.get(operation)
+        rows.append(
+            {
+                "serving": True,
+                "name": "hand-written" if entry else "builtin",
+                "operation": operation,
+                "speed": "-",
+                "model": entry.model if entry else "builtin pipeline",
+                "downloadGb": None,
+                "memoryGb": entry.memory_gb if entry else None,
+                "licence": "-",
+                "gated": False,
+            }
+        )
+    if as_json:
+        print_json(rows)
+        return
+    typer.echo(
+        f"  {'PRESET':<16} {'OPERATION':<10} {'SPEED':<8}{'MODEL':<50} {'DOWNLOAD':>8}  "
+        f"{'MEMORY':>7}  LICENCE"
+    )
+    for row in rows:
+        size = "-" if row["downloadGb"] is None else f"{row['downloadGb']:g} GB"
+        memory = "CPU" if row["memoryGb"] is None else f"{row['memoryGb']:g} GB"
+        gated = "  gated" if row["gated"] else ""
+        typer.echo(
+            f"{'*' if row['serving'] else ' '} {row['name']:<16} {row['operation']:<10} "
+            f"{row['speed']:<8}{row['model']:<50} {size:>8}  {memory:>7}  {row['licence']}{gated}"
+        )
+    typer.echo("(*: serves its operation now)")
 
 
 def _installed(settings: ModelSettings) -> list[Installed]:
@@ -80,21 +124,49 @@ def _installed(settings: ModelSettings) -> list[Installed]:
 
 @models_app.command("pull")
 def models_pull(
-    presets: Annotated[list[str], typer.Argument(help="Preset names (`sfumato models presets`).")],
+    presets: Annotated[
+        list[str],
+        typer.Argument(
+            help="Preset names (`sfumato models presets`), or with --lora repositories."
+        ),
+    ],
     directory: DirOption = None,
     replace: Annotated[
         bool, typer.Option("--replace", help="Also replace a hand-written entry of the operation.")
     ] = False,
+    lora: Annotated[
+        bool,
+        typer.Option(
+            "--lora", help="The arguments are Hub repositories of LoRA adapters for --base."
+        ),
+    ] = False,
+    base: Annotated[
+        str | None,
+        typer.Option(help="With --lora: the installed model (id) the adapters fit."),
+    ] = None,
 ) -> None:
     """Download presets into the models directory and register them (resumable: run it again
-    after an interruption). HF_TOKEN for gated models; HF_ENDPOINT for a mirror."""
-    from models.install import PullError, pull
+    after an interruption); with --lora, LoRA adapters for an installed model. HF_TOKEN for
+    gated models; HF_ENDPOINT for a mirror."""
+    from huggingface_hub.utils import logging as hub_logging
 
+    from models.install import PullError, pull, pull_lora
+
+    # The hub client's own warnings (each retry of a request) would bury the one line a pull
+    # prints; its errors still arrive, as that line.
+    hub_logging.set_verbosity_error()
+
+    if lora and base is None:
+        fail("--lora needs --base: the installed model the adapters fit")
     settings = _settings(directory)
     failed = False
     for name in presets:
         try:
-            typer.echo(pull(name, settings, replace=replace))
+            if lora:
+                assert base is not None
+                typer.echo(pull_lora(name, base, settings))
+            else:
+                typer.echo(pull(name, settings, replace=replace))
         except PullError as error:
             typer.echo(f"error: {error}", err=True)
             failed = True
@@ -201,7 +273,7 @@ def models_greeting(data_dir: Path) -> str:
     """What serves generate, for `sfumato demo`: the pulled model, or how to get a real one on
     this machine."""
     from models.install import installed
-    from models.presets import BY_NAME, CPU_PRESET
+    from models.presets import BY_NAME, CPU_PRESET, licence_terms
     from models.registry import RegistryError
     from models.settings import ModelSettings
 
@@ -216,6 +288,7 @@ def models_greeting(data_dir: Path) -> str:
     preset = BY_NAME[CPU_PRESET]
     return (
         "generate runs the builtin procedural painter. For real text-to-image on this CPU "
-        f"(a few seconds a picture), pull {preset.repo} once ({preset.download_gb:g} GB) and "
-        f"restart:\n\n  .venv/bin/sfumato models pull {CPU_PRESET} --dir {settings.directory}"
+        f"(a few seconds a picture), pull {preset.repo} once ({preset.download_gb:g} GB; its "
+        f"licence, {preset.licence}, {licence_terms(preset.licence)}) and restart:\n\n"
+        f"  .venv/bin/sfumato models pull {CPU_PRESET} --dir {settings.directory}"
     )

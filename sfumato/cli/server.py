@@ -38,15 +38,23 @@ def serve(
         typer.Option(help="Port of /metrics, /healthz and /readyz, off the public one (0: none)"),
     ] = 0,
     log_level: str = "info",
+    access_log: Annotated[
+        bool,
+        typer.Option(
+            "--access-log",
+            help="Log every request: request id, method, route, status, duration (never a key "
+            "or a password). SFUMATO_LOG_FORMAT=json writes it as JSON.",
+        ),
+    ] = False,
 ) -> None:
     """Run the HTTP gateway; in embedded mode also one worker per queue in this process."""
     # Imported here: the processes load the workers and the model loader, which switches the
     # Hugging Face client offline for the whole process; `sfumato models pull` must not.
     from sfumato import processes
 
-    configure_logging(log_level)
     phases = StartupPhases()
     services = services_from_environment()
+    configure_logging(log_level, services.settings.log_format, access_log)
     phases.end("imports")
     services.prepare()
     phases.end("migrations")
@@ -70,9 +78,9 @@ def worker(
     within the queue's grace period, then hands back what still runs."""
     from sfumato import processes
 
-    configure_logging(log_level)
     phases = StartupPhases()
     services = services_from_environment()
+    configure_logging(log_level, services.settings.log_format)
     phases.end("imports")
     services.prepare()
     phases.end("migrations")

@@ -7,13 +7,13 @@ import httpx
 import numpy as np
 import pytest
 
+from benchmarks.testkit.images import image_bytes
 from core.accounts import authentication
 from core.accounts import service as accounts
 from core.ids import new_id
 from core.tables import JobRow, Media, Style, StyleAsset, Thumbnail
 from core.thumbnails import service as thumbnails
 from tests.support.http_jobs import create, wait_done
-from tests.support.images import image_bytes
 from tests.support.service import Service
 from tests.support.uploads import presign, put
 

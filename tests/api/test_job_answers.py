@@ -16,7 +16,8 @@ from gateway.jobs.presenter import JobAnswers, JobPresenter
 from gateway.signing import UrlSigner
 
 Row = namedtuple(
-    "Row", ["id", "type", "status", "created_at", "result", "error", "progress", "message"]
+    "Row",
+    ["id", "type", "status", "created_at", "result", "error", "progress", "message", "preview_key"],
 )
 HOUR = 3600
 
@@ -25,7 +26,7 @@ def completed(message: str | None = None) -> Row:
     image = {"id": "m1", "key": "images/j1/m1.png", "width": 8, "height": 8}
     created = datetime(2026, 11, 26, 10, 0, 0, 123000, tzinfo=UTC)
     return Row(
-        "j1", "image.generate", "completed", created, {"images": [image]}, None, 1.0, message
+        "j1", "image.generate", "completed", created, {"images": [image]}, None, 1.0, message, None
     )
 
 

@@ -14,11 +14,12 @@ import httpx
 import pytest
 from PIL import Image
 
+from benchmarks.testkit.pipelines import cancelled_prompts
+from benchmarks.testkit.waits import wait_until
 from core.jobs import service as jobs_service
 from core.tables import Media
 from tests.support.http_jobs import create, status_of, wait_done
-from tests.support.pipelines import cancelled_prompts
-from tests.support.service import Service, wait_until
+from tests.support.service import Service
 
 ISO_MS = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$")
 

@@ -19,6 +19,8 @@ import redis
 from limits import parse
 from limits.storage import storage_from_string
 
+from benchmarks.testkit.outages import tcp_proxy
+from benchmarks.testkit.waits import wait_until
 from core.accounts import authentication
 from core.accounts import service as accounts
 from core.jobs import service as jobs_service
@@ -26,8 +28,7 @@ from gateway import limits as gateway_limits
 from gateway.limits import BucketRate, RedisCounts
 from tests.conftest import COMMON_ENV
 from tests.support.http_jobs import create, status_of, wait_done
-from tests.support.outages import tcp_proxy
-from tests.support.service import Mode, Service, running_service, wait_until
+from tests.support.service import Mode, Service, running_service
 
 GENERATE = {"prompt": "[sleep 0] limits"}
 

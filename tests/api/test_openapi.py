@@ -134,12 +134,19 @@ OPERATION_IDS = {
     ("post", "/v1/uploads"): ("createUpload", "uploads"),
     ("post", "/v1/uploads/{uploadId}/complete"): ("completeUpload", "uploads"),
     ("get", "/v1/account"): ("getAccount", "account"),
+    ("post", "/v1/webhooks"): ("createWebhook", "webhooks"),
+    ("get", "/v1/webhooks"): ("listWebhooks", "webhooks"),
+    ("delete", "/v1/webhooks/{id}"): ("deleteWebhook", "webhooks"),
+    ("post", "/v1/webhooks/{id}/rotate-secret"): ("rotateWebhookSecret", "webhooks"),
+    ("post", "/v1/webhooks/secret"): ("rotateAccountWebhookSecret", "webhooks"),
+    ("get", "/v1/jobs/{id}/deliveries"): ("listJobDeliveries", "jobs"),
+    ("post", "/v1/jobs/{id}/deliveries/{deliveryId}/resend"): ("resendJobDelivery", "jobs"),
 }
 
 
 def test_operations_are_named_and_tagged_for_code_generators(document: dict) -> None:
     assert [tag["name"] for tag in document["tags"]] == [
-        "images", "videos", "jobs", "styles", "uploads", "account"
+        "images", "videos", "jobs", "styles", "uploads", "account", "models", "webhooks"
     ]  # fmt: skip
     assert document["servers"] == [{"url": "/", "description": ANY}]
     names = {

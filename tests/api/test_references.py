@@ -16,9 +16,9 @@ import httpx
 import pytest
 from PIL import Image
 
+from benchmarks.testkit.images import image_bytes
 from core.tables import JobRow, Media
 from tests.support.http_jobs import wait_done
-from tests.support.images import image_bytes
 from tests.support.service import Service
 from tests.support.web import IMAGE_COLOUR, WebServer, web_server
 

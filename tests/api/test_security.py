@@ -22,6 +22,7 @@ import pytest
 from PIL import Image
 from pydantic import ValidationError
 
+from benchmarks.testkit.waits import free_port, wait_until
 from core.accounts import api_keys
 from core.accounts import service as accounts
 from core.db import Database
@@ -29,7 +30,7 @@ from core.images import DECODE_BUDGET
 from core.settings import Settings
 from tests.conftest import embedded_mode
 from tests.support.http_jobs import create, video_done, wait_done
-from tests.support.service import Process, Service, free_port, running_service, wait_until
+from tests.support.service import Process, Service, running_service
 from tests.support.uploads import presign, put
 
 FILES_CSP = "default-src 'none'; img-src 'self'; media-src 'self'; sandbox"

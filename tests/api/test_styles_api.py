@@ -157,3 +157,27 @@ def test_style_id_on_edit_recolours_towards_the_palette(service: Service) -> Non
         return min(float(np.linalg.norm(mean - _rgb(colour))) for colour in palette)
 
     assert distance_to_palette(styled) < distance_to_palette(plain) - 20
+
+
+def test_an_address_that_is_never_fetched_is_refused_at_create_for_nothing(
+    service: Service,
+) -> None:
+    """A literal private, loopback or link-local address outside the allow-list (this service
+    allows 127.0.0.1) is refused with 400 before the job exists: nothing charged, nothing
+    listed (issue 38 item 13)."""
+    key = service.new_key()
+    refused = {
+        "https://10.0.0.7/": "10.0.0.7 is a private address: it is never fetched",
+        "http://169.254.169.254/latest/": (
+            "169.254.169.254 is a link-local address: it is never fetched"
+        ),
+        "https://[::1]:8443/": "::1 is a loopback address: it is never fetched",
+    }
+    with service.client(key) as client:
+        for url, reason in refused.items():
+            answer = client.post("/styles/extract", json={"url": url})
+            assert answer.status_code == 400, answer.text
+            assert answer.json()["error"]["details"] == {"url": reason}
+        listed = client.get("/jobs").json()["data"]
+    assert listed == []
+    assert service.balance(key) == 1000

@@ -16,12 +16,12 @@ from typing import Any
 import httpx
 import numpy as np
 
+from benchmarks.testkit.images import image_bytes
+from benchmarks.testkit.sites import SITES
 from core.styles.assets import LINK_FETCH_SECONDS, LINKS_AT_ONCE
 from core.tables import StyleAsset
 from tests.support.http_jobs import create, wait_done
-from tests.support.images import image_bytes
 from tests.support.service import Service
-from tests.support.styles import SITES
 from tests.support.styles_api import BOTH_MODES, FETCHING, extracted_style, saved_style
 
 FOREIGN_ID = "0190b5d2-3f1e-7c1a-8b2a-9d0e1f2a3b4c"

@@ -8,9 +8,9 @@ import io
 import httpx
 from PIL import Image
 
+from benchmarks.testkit.sites import SITES
 from core.tables import Media
 from tests.support.service import Service
-from tests.support.styles import SITES
 from tests.support.styles_api import FETCHING, extracted_style
 
 

@@ -19,12 +19,14 @@ import pytest
 from PIL import Image
 from sqlalchemy import update
 
+from benchmarks.testkit.images import image_bytes
+from benchmarks.testkit.waits import wait_until
 from core.clock import utcnow
 from core.storage.local import LocalStorage
 from core.tables import Upload
 from core.uploads.service import final_key, purge_abandoned, staging_key
-from tests.support.images import animated_bomb, image_bytes
-from tests.support.service import Service, wait_until
+from tests.support.images import animated_bomb
+from tests.support.service import Service
 from tests.support.uploads import presign, put
 
 MiB = 1024 * 1024

@@ -11,9 +11,10 @@ import httpx
 import pytest
 from PIL import Image
 
+from benchmarks.testkit.waits import wait_until
 from core.tables import JobRow, Media
 from tests.support.http_jobs import create, status_of, video_done, wait_done
-from tests.support.service import Service, wait_until
+from tests.support.service import Service
 
 
 def mp4_facts(url: str) -> dict:

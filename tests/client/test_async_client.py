@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
+from benchmarks.testkit.images import image_bytes
 from sfumato_client import (
     AsyncClient,
     AsyncJob,
@@ -23,7 +24,6 @@ from sfumato_client import (
     ValidationError,
 )
 from tests.client.conftest import mp4_facts, png_size
-from tests.support.images import image_bytes
 from tests.support.service import Service
 
 pytestmark = pytest.mark.slow

@@ -3,6 +3,7 @@ written, exit codes 0 / 1 (job failed) / 2 (usage) / 3 (API error), Ctrl-C's que
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import signal
@@ -14,10 +15,11 @@ import pytest
 from PIL import Image
 from typer.testing import CliRunner
 
+from benchmarks.testkit.waits import wait_until
 from sfumato.cli import app
 from sfumato_client import Client
 from tests.client.conftest import mp4_facts, png_size
-from tests.support.service import REPO, Service, wait_until
+from tests.support.service import REPO, Service
 
 pytestmark = pytest.mark.slow
 JOB_LINE = re.compile(r"^job ([0-9a-f-]{36}) ", re.MULTILINE)
@@ -65,6 +67,43 @@ def test_generate_as_a_real_process_with_options(
     assert str(target) in result.stdout
 
 
+def test_generate_and_jobs_show_print_the_notes(service: Service, key: str, tmp_path: Path) -> None:
+    code, out, err = run(
+        service, key, "generate", "snowy mountains under the northern lights", "-o", str(tmp_path)
+    )
+    assert code == 0, err
+    with Client(service.api, key) as client:
+        notes = client.jobs.get(job_id(out)).notes
+    assert notes
+    assert [
+        line.removeprefix("note: ") for line in err.splitlines() if line.startswith("note: ")
+    ] == notes
+    code, out, _ = run(service, key, "jobs", "show", job_id(out))
+    assert code == 0
+    assert [
+        line.strip().removeprefix("note: ") for line in out.splitlines() if "note: " in line
+    ] == notes
+
+
+def test_json_results_are_one_document_on_stdout(
+    service: Service, key: str, tmp_path: Path
+) -> None:
+    code, out, err = run(
+        service, key, "generate", "[sleep 0.3] for a script", "-o", str(tmp_path), "--json"
+    )
+    assert code == 0, err
+    result = json.loads(out)
+    assert result["job"]["status"] == "completed" and result["job"]["createdAt"]
+    assert [Path(path) for path in result["files"]] and all(
+        png_size(Path(path)) == (1024, 1024) for path in result["files"]
+    )
+    assert f"job {result['job']['id']}" in err  # progress on stderr
+    code, out, _ = run(service, key, "jobs", "show", result["job"]["id"], "--json")
+    assert code == 0 and json.loads(out) == result["job"]
+    code, out, _ = run(service, key, "jobs", "list", "--json", "--limit", "1")
+    assert code == 0 and [job["id"] for job in json.loads(out)] == [result["job"]["id"]]
+
+
 def test_exit_codes(service: Service, key: str, tmp_path: Path) -> None:
     code, _, err = run(service, key, "generate", "x", "--ratio", "7:3", "-o", str(tmp_path))
     assert code == 2 and "7:3" in err and "16:9" in err
@@ -76,7 +115,9 @@ def test_exit_codes(service: Service, key: str, tmp_path: Path) -> None:
     code, _, err = run(service, "sfm_wrong", "generate", "x", "-o", str(tmp_path))
     assert code == 3 and err.strip() == "error: UNAUTHORIZED: Invalid API key"
     code, _, err = run(service, key, "generate", "x", "--variations", "9")
-    assert code == 3 and err.startswith("error: VALIDATION_ERROR: ") and len(err.splitlines()) == 1
+    assert code == 3 and err.startswith("error: VALIDATION_ERROR: ")
+    # The envelope's details under the message: the field and why.
+    assert re.fullmatch(r"  variations: .+", err.splitlines()[1]), err
     code, out, err = run(service, key, "generate", "[fail] please", "-o", str(tmp_path))
     assert code == 1 and f"job {job_id(out)} failed" in err
     code, _, err = run(

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
+from benchmarks.testkit.images import image_bytes
 from sfumato_client import (
     AuthenticationError,
     Client,
@@ -20,7 +21,6 @@ from sfumato_client import (
 )
 from sfumato_client.models import JobData
 from tests.client.conftest import mp4_facts, png_size
-from tests.support.images import image_bytes
 from tests.support.service import Service
 
 pytestmark = pytest.mark.slow

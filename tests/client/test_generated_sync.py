@@ -43,8 +43,8 @@ def test_a_change_to_the_async_code_is_stale_until_regenerated(
     images = source / "images.py"
     images.write_text(
         images.read_text().replace(
-            "        variations: int | None = None,\n",
-            "        variations: int | None = None,\n        seed: int | None = None,\n",
+            "        mask: FileInput | None = None,\n",
+            "        mask: FileInput | None = None,\n        tiling: bool | None = None,\n",
         )
     )
     (target / "gone.py").write_text("# its async source was removed\n")
@@ -53,7 +53,9 @@ def test_a_change_to_the_async_code_is_stale_until_regenerated(
     assert generator.write(modules, target) == ["gone.py", "images.py"]
     assert generator.stale(modules, target) == [] and not (target / "gone.py").exists()
     written = (target / "images.py").read_text()
-    assert "        seed: int | None = None,\n    ) -> Job:" in written
+    # The new argument comes after `mask`, the edit's last before `webhook`.
+    added = "        tiling: bool | None = None,\n        webhook: Webhook | None = None,\n"
+    assert added + "    ) -> Job:" in written
     assert "async def" not in written and "await" not in written
 
 

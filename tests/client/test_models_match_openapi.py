@@ -37,6 +37,12 @@ RESPONSES: dict[str, type[BaseModel]] = {
     "AccountView": models.Account,
     "PlanRef": models.Plan,
     "PlanLimits": models.PlanLimits,
+    "ServedModelView": models.ServedModel,
+    "SettingRange": models.SettingRange,
+    "WebhookEndpoint": models.WebhookEndpoint,
+    "WebhookSecret": models.WebhookSecret,
+    "WebhookAttempt": models.WebhookAttempt,
+    "WebhookDelivery": models.WebhookDelivery,
 }
 # Served request body -> the client model that writes it.
 REQUESTS: dict[str, type[BaseModel]] = {
@@ -50,6 +56,9 @@ REQUESTS: dict[str, type[BaseModel]] = {
     "SearchRequest": models.SearchRequest,
     "LinkAssetsRequest": models.LinkAssetsRequest,
     "PresignRequest": models.PresignRequest,
+    "Adapter": models.Adapter,
+    "WebhookRequest": models.Webhook,
+    "CreateWebhookRequest": models.CreateWebhookRequest,
 }
 # Wrappers the client unwraps (`data`, and `nextCursor` that its iterators follow).
 ENVELOPES = {
@@ -63,6 +72,12 @@ ENVELOPES = {
     "PresignEnvelope": {"data"},
     "UploadEnvelope": {"data"},
     "AccountEnvelope": {"data"},
+    "ModelList": {"data"},
+    "WebhookEnvelope": {"data"},
+    "WebhookList": {"data"},
+    "WebhookSecretEnvelope": {"data"},
+    "WebhookDeliveryEnvelope": {"data"},
+    "WebhookDeliveryList": {"data"},
     "ErrorEnvelope": {"error"},
 }
 

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import httpx
 
-from tests.support.service import REPO, Process, free_port, wait_until
+from benchmarks.testkit.waits import free_port, wait_until
+from tests.support.service import REPO, Process
 
 
 def sfumato(data_dir: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:

@@ -10,6 +10,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from benchmarks.testkit.waits import free_port
 from sfumato_client import (
     APIConnectionError,
     Client,
@@ -19,7 +20,7 @@ from sfumato_client import (
     UsageLimitError,
 )
 from tests.support.proxy import FaultyProxy, faulty_proxy
-from tests.support.service import Service, free_port
+from tests.support.service import Service
 
 pytestmark = pytest.mark.slow
 

@@ -14,6 +14,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 import pytest
 
+from benchmarks.testkit.outages import TcpProxy, tcp_proxy
 from core import driver_reads
 from core.accounts import service as accounts
 from core.clock import utcnow
@@ -24,7 +25,6 @@ from core.jobs.repository import JOB_VIEW_BY_ID
 from core.services import Services
 from core.settings import Settings
 from core.tables import JobRow
-from tests.support.outages import TcpProxy, tcp_proxy
 
 
 def _database(kind: str, tmp_path: Path, request: pytest.FixtureRequest) -> Database:

@@ -13,9 +13,16 @@ from typing import Any
 
 import pytest
 
-from core.fetch import FetchPolicy, FetchRefused, fetch, parse_allow_list, refusal_reason
+from benchmarks.testkit.images import image_bytes
+from core.fetch import (
+    FetchPolicy,
+    FetchRefused,
+    fetch,
+    parse_allow_list,
+    refusal_reason,
+    refusal_without_lookup,
+)
 from core.settings import Settings
-from tests.support.images import image_bytes
 from tests.support.web import IMAGE_COLOUR, WebServer, web_server
 
 
@@ -232,3 +239,25 @@ def test_the_checked_address_is_the_one_connected_to(
     assert fetched.body == image_bytes(IMAGE_COLOUR)
     assert lookups == ["rebind.test"]
     assert web.seen[0].host == f"rebind.test:{web.port}"
+
+
+def test_what_is_never_fetched_is_told_without_resolving_a_name() -> None:
+    policy = FetchPolicy(*parse_allow_list("127.0.0.1,10.1.0.0/16,intranet.local"))
+    never = {
+        "https://192.168.1.1/": "192.168.1.1 is a private address",
+        "https://[fe80::1]/": "fe80::1 is a link-local address",
+        "https://127.0.0.2/": "127.0.0.2 is a loopback address",
+        "ftp://example.com/": "only https URLs are fetched",
+        "https://user:pw@example.com/": "URLs with credentials are not fetched",
+    }
+    for url, reason in never.items():
+        assert refusal_without_lookup(url, policy) == reason, url
+    # Allowed, public, or a name (only a fetch can tell what it resolves to).
+    for url in (
+        "http://127.0.0.1:8000/",
+        "https://10.1.2.3/",
+        "https://93.184.215.14/",
+        "https://intranet.local/",
+        "https://no-such-name.invalid/",
+    ):
+        assert refusal_without_lookup(url, policy) is None, url

@@ -22,8 +22,9 @@ from tests.support.service import REPO, SFUMATO
 @pytest.mark.parametrize(
     "key",
     [
-        "CHANGE-ME-64-HEX-CHARACTERS",  # deploy/kubernetes/base/secrets.yaml
-        "change-me-to-64-random-hex-characters",  # deploy/compose.yaml
+        "CHANGE-ME",  # deploy/kubernetes/base/secrets.example.env
+        "CHANGE-ME-64-HEX-CHARACTERS",  # the manifests' Secret before it left the base
+        "change-me-to-64-random-hex-characters",  # deploy/compose.yaml before make-env.py
         "9f3c1a7e0b5d42c8a6e1f0d3b7c95a24",  # a UUID's 16 random bytes in hex
         "ab" * 40,  # long, and two characters
         "correct horse battery staple",
@@ -103,3 +104,14 @@ def test_sqlite_commits_as_configured_full_by_default(
             assert session.execute(text("PRAGMA synchronous")).scalar() == pragma
     finally:
         db.dispose()
+
+
+def test_trusted_proxies_are_addresses_or_networks() -> None:
+    """Issue 31 M3: a typo in SFUMATO_TRUSTED_PROXIES stops the start, not silently trusts
+    nothing (or the wrong thing)."""
+    settings = Settings(trusted_proxies=" 10.0.0.0/8, 192.0.2.7 ,::1,")
+    assert settings.trusted_proxy_list == ["10.0.0.0/8", "192.0.2.7", "::1"]
+    assert Settings().trusted_proxy_list == []
+    for wrong in ("*", "proxy.internal", "10.0.0.1/8"):
+        with pytest.raises(ValueError, match="not an IP address or CIDR"):
+            Settings(trusted_proxies=wrong)

@@ -1,9 +1,9 @@
 """The dashboard under test: a real server (uvicorn, embedded mode) that may fetch the fixture
 sites on loopback, accounts with passwords, and headless Chromium driven by Playwright.
 
-Every browser context sends its own X-Forwarded-For (the service trusts it, as behind a proxy),
-so the sign-in limit per client address (10 a minute) counts each test's browser apart; the
-limit itself is tested with one fixed address."""
+Every browser context sends its own X-Forwarded-For (the service trusts it from 127.0.0.1, as
+from a proxy: SFUMATO_TRUSTED_PROXIES), so the sign-in limits per client address count each
+test's browser apart; the limits themselves are tested with fixed addresses."""
 
 from __future__ import annotations
 
@@ -16,15 +16,24 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Browser, BrowserContext, Page, sync_playwright
 
+from benchmarks.testkit.sites import site_server
 from core.accounts import passwords
 from core.accounts import service as accounts
 from pipelines.styles import find_chromium
 from tests.conftest import COMMON_ENV
 from tests.support.service import Mode, Service, running_service
-from tests.support.styles import site_server
 
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"]
 ARTIFACTS = Path(__file__).parent / "artifacts"
+
+
+DASHBOARD_ENV = {
+    **COMMON_ENV,
+    "SFUMATO_FETCH_ALLOW": "127.0.0.1",
+    "SFUMATO_STYLE_RENDER_SECONDS": "45",
+    # The tests' clients connect from 127.0.0.1, as a proxy in front of the gateway would.
+    "SFUMATO_TRUSTED_PROXIES": "127.0.0.1",
+}
 
 
 @dataclass(frozen=True)
@@ -35,13 +44,9 @@ class Person:
 
 @pytest.fixture(scope="module")
 def dash(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Service]:
-    env = {
-        **COMMON_ENV,
-        "SFUMATO_FETCH_ALLOW": "127.0.0.1",
-        "SFUMATO_STYLE_RENDER_SECONDS": "45",
-        "SFUMATO_TRUST_FORWARDED_HEADERS": "true",
-    }
-    with running_service(Mode("embedded", env, False), tmp_path_factory.mktemp("dash")) as service:
+    with running_service(
+        Mode("embedded", DASHBOARD_ENV, False), tmp_path_factory.mktemp("dash")
+    ) as service:
         yield service
 
 

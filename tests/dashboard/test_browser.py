@@ -15,7 +15,7 @@ from playwright.sync_api import BrowserContext, expect
 
 from core.accounts import api_keys
 from tests.dashboard.conftest import Person, screenshot, sign_in
-from tests.support.service import Service
+from tests.support.service import Service, wait_until
 
 pytestmark = pytest.mark.slow
 
@@ -115,6 +115,40 @@ def test_the_keys_list_pages_older_and_back_to_the_newest(
     expect(rows).to_have_count(24)
 
 
+def test_a_waiting_jobs_page_shows_its_place_in_the_queue_and_then_its_expected_end(
+    dash: Service, context: BrowserContext, person: Callable[..., Person]
+) -> None:
+    """The image queue runs two jobs at once: two long jobs hold it, a third waits; when one
+    holder is cancelled the waiting job starts, and its page says so without a reload."""
+    who = person()
+    key = api_keys.create_key(dash.services.db, who.email, "queue", None).plaintext
+    with httpx.Client(base_url=dash.api, headers={"x-api-key": key}, timeout=60) as api:
+
+        def create(prompt: str) -> str:
+            response = api.post("/images/generate", json={"prompt": prompt, "quality": "low"})
+            assert response.status_code == 202, response.text
+            return str(response.json()["data"]["id"])
+
+        def job(job_id: str) -> dict:
+            return dict(api.get(f"/jobs/{job_id}").json()["data"])
+
+        holders = [create("[sleep 60] holding a slot") for _ in range(2)]
+        for holder in holders:
+            wait_until(lambda holder=holder: job(holder)["status"] == "processing", 60, "held")
+        waiting = create("[sleep 60] a waiting lighthouse")
+        page = context.new_page()
+        sign_in(page, dash.url, who)
+        page.goto(f"{dash.url}/dashboard/jobs/{waiting}")
+        standing = page.locator("[data-standing]")
+        expect(standing).to_have_text(re.compile(rf"^#{job(waiting)['queuePosition']} in queue"))
+        screenshot(page, "job-waiting-in-queue")
+        api.post(f"/jobs/{holders[0]}/cancel")
+        expect(page.locator(".status")).to_have_text("processing", timeout=30_000)
+        expect(standing).to_have_text(re.compile(r"^ends in about \d+ (s|min)$"), timeout=30_000)
+        for job_id in (holders[1], waiting):
+            api.post(f"/jobs/{job_id}/cancel")
+
+
 def test_generate_from_the_form_and_watch_the_progress_reach_the_image(
     dash: Service, context: BrowserContext, person: Callable[..., Person]
 ) -> None:
@@ -122,7 +156,7 @@ def test_generate_from_the_form_and_watch_the_progress_reach_the_image(
     page = context.new_page()
     sign_in(page, dash.url, who)
     page.get_by_role("link", name="Create", exact=True).click()
-    page.get_by_label("Prompt").first.fill("[sleep 4] a lighthouse in a storm")
+    page.get_by_label("Prompt").first.fill("[sleep 6] [preview] a lighthouse in a storm")
     page.get_by_label("Aspect ratio").first.select_option("16:9")
     page.get_by_role("button", name="Generate", exact=True).click()
     expect(page).to_have_url(re.compile(r"/dashboard/jobs/[0-9a-f-]{36}$"))
@@ -134,6 +168,17 @@ def test_generate_from_the_form_and_watch_the_progress_reach_the_image(
         " return bar && bar.value > 0 && bar.value < 100; }"
     )
     screenshot(page, "job-in-progress")
+    # ...and so does the live preview, in place of the placeholder.
+    preview = page.get_by_role("img", name=re.compile("Live preview of: .*lighthouse"))
+    expect(preview).to_be_visible()
+    page.wait_for_function(
+        "() => { const img = document.querySelector('img[data-preview]');"
+        " return img && img.complete && img.naturalWidth === 160; }"
+    )
+    first = preview.get_attribute("src")
+    page.wait_for_function(
+        f"() => document.querySelector('img[data-preview]')?.getAttribute('src') !== {first!r}"
+    )
     # ...and the finished image replaces it.
     image = page.get_by_role("img", name=re.compile("lighthouse"))
     expect(image).to_be_visible(timeout=60_000)

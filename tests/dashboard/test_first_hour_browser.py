@@ -124,7 +124,7 @@ def test_a_live_page_follows_the_job_chip_and_the_videos_poster_without_a_reload
         page = context.new_page()
         sign_in(page, dash.url, who)
         page.goto(f"{dash.url}/dashboard/jobs/{second}")
-        chip = page.locator("[data-status-chip]")
+        chip = page.locator(".facts-line .status")
         expect(chip).to_have_text("pending")
         cancel = page.get_by_role("button", name="Cancel job")
         background = cancel.evaluate("b => getComputedStyle(b).backgroundColor")

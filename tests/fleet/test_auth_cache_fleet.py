@@ -15,13 +15,13 @@ import httpx
 import pytest
 from sqlalchemy import update
 
+from benchmarks.testkit.outages import tcp_proxy
 from core.accounts import api_keys, authentication
 from core.accounts import service as accounts
 from core.clock import utcnow
 from core.tables import ApiKey
 from tests.conftest import COMMON_ENV
 from tests.support.fleet import Fleet, running_fleet
-from tests.support.outages import tcp_proxy
 
 pytestmark = [pytest.mark.slow, pytest.mark.whole_machine, pytest.mark.distributed]
 

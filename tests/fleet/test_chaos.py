@@ -8,7 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks.chaos import FAULT_KINDS, INVARIANTS, soak
+from benchmarks.chaos.faults import FAULT_KINDS
+from benchmarks.chaos.invariants import INVARIANTS
+from benchmarks.chaos.soak import soak
 
 pytestmark = [
     pytest.mark.slow,

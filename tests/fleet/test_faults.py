@@ -14,6 +14,8 @@ import pytest
 from sqlalchemy import Connection, event, update
 from sqlalchemy.exc import OperationalError
 
+from benchmarks.testkit.outages import DiskUnavailable, SmallDisk, small_disk
+from benchmarks.testkit.waits import free_port, wait_until
 from core.accounts import api_keys, authentication
 from core.accounts import service as accounts
 from core.clock import utcnow
@@ -28,8 +30,7 @@ from core.tables import JobRow, Media
 from pipelines.base import Cancelled
 from tests.conftest import COMMON_ENV, embedded_mode
 from tests.support.http_jobs import create, status_of, wait_done
-from tests.support.outages import DiskUnavailable, SmallDisk, small_disk
-from tests.support.service import Mode, Process, Service, free_port, running_service, wait_until
+from tests.support.service import Mode, Process, Service, running_service
 from tests.support.stored_rows import job_row, ledger_kinds
 from workers.claims import Leases, claim_job
 
@@ -250,9 +251,10 @@ def test_a_completion_writes_the_job_its_media_and_the_settle_entry_together(
 def test_a_claim_and_a_completion_are_each_one_statement_committing_by_itself(
     service: Service, key: str
 ) -> None:
-    """Issue 18's spine: on PostgreSQL the claim and the completion (job, media, settle entry)
-    are one round trip each, on a connection where the statement is its own durable commit
-    (no BEGIN, no COMMIT of their own); what they wrote is there for everyone afterwards."""
+    """Issue 18's spine: on PostgreSQL the claim and the completion (job, media, settle entry,
+    webhook deliveries) are one round trip each, on a connection where the statement is its
+    own durable commit (no BEGIN, no COMMIT of their own); what they wrote is there for
+    everyone afterwards."""
     job = _unpublished_job(service, key, "[sleep 0] one statement each")
     db = service.services.db
     sent: list[tuple[str, bool]] = []
@@ -284,7 +286,8 @@ def test_a_claim_and_a_completion_are_each_one_statement_committing_by_itself(
         completed = list(sent)
     finally:
         event.remove(db.engine, "before_cursor_execute", record)
-    assert claimed == [("UPDATE", True)]
+    # Each a data-modifying CTE: the change, and its webhook deliveries (core/webhooks/outbox).
+    assert claimed == [("WITH", True)]
     assert completed == [("WITH", True)]
     row = job_row(service.services, job.id)
     assert (row.status, row.attempts, row.progress, row.lease_expires_at) == (

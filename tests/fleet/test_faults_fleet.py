@@ -14,16 +14,17 @@ import httpx
 import pytest
 from sqlalchemy import func, select
 
+from benchmarks.testkit.images import image_bytes
+from benchmarks.testkit.outages import redis_server, tcp_proxy
+from benchmarks.testkit.waits import wait_until
 from core.accounts import authentication
 from core.services import Services
 from core.tables import JobRow
 from tests.conftest import COMMON_ENV, s3_mode
 from tests.support.fleet import running_fleet
 from tests.support.http_jobs import create, status_of, wait_done
-from tests.support.images import image_bytes
-from tests.support.outages import redis_server, tcp_proxy
 from tests.support.s3 import moto_server
-from tests.support.service import running_service, wait_until
+from tests.support.service import running_service
 from tests.support.stored_rows import ledger_kinds
 from tests.support.uploads import presign, put
 

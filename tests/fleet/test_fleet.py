@@ -13,13 +13,13 @@ from pathlib import Path
 import httpx
 import pytest
 
+from benchmarks.testkit.waits import free_port, wait_until
 from core.tables import JobRow
 from tests.conftest import COMMON_ENV
 from tests.support.fleet import Fleet, config_file, metric_samples, running_fleet, sample_value
 from tests.support.http_jobs import create, wait_done
 from tests.support.job_events import events_of, stream
 from tests.support.s3 import s3_server
-from tests.support.service import free_port, wait_until
 
 pytestmark = [pytest.mark.slow, pytest.mark.whole_machine, pytest.mark.distributed]
 IMAGE_LIMIT = 6

@@ -7,8 +7,11 @@ Dockerfiles by structure."""
 from __future__ import annotations
 
 import importlib
+import ipaddress
 import json
 import re
+import subprocess
+import sys
 import tomllib
 from pathlib import Path
 from typing import Any
@@ -23,6 +26,7 @@ from core.broker import broker_queue
 from core.jobs.contract import QUEUE_OF_OPERATION, QUEUES
 from core.service_config import DEFAULTS as DEFAULT_CONFIG
 from core.service_config import ServiceConfig, merge_tables
+from core.settings import secret_weakness
 from models.install import register
 from models.presets import BY_NAME
 from models.registry import load_registry
@@ -81,8 +85,8 @@ def test_every_manifest_validates_against_its_schema(rendered: list[dict[str, An
     assert kinds == {
         "Namespace",
         "ConfigMap",
-        "Secret",
         "Job",
+        "NetworkPolicy",
         "Deployment",
         "Service",
         "HorizontalPodAutoscaler",
@@ -186,7 +190,7 @@ def test_gpu_pools_ask_for_gpus_only_on_the_gpu_cluster(rendered: list[dict[str,
         assert ("nodeSelector" in pod) is wants_gpu, queue
         image = container(deployment)["image"]
         assert ("worker-gpu" in image) is wants_gpu, image
-        assert re.fullmatch(r"registry\.example\.com/sfumato/worker-(cpu|gpu):[\w.]+", image)
+        assert re.fullmatch(r"ghcr\.io/sfumato/sfumato-worker-(cpu|gpu):[\w.]+", image)
     for document in rendered:
         if document["kind"] != "Namespace":
             assert document["metadata"]["namespace"] == namespace
@@ -245,18 +249,21 @@ def test_gpu_pools_run_the_diffusion_pipelines_of_the_models_the_job_pulls(
             assert hasattr(importlib.import_module(module_name), class_name), operation
 
 
+def secret_keys() -> set[str]:
+    """The keys of sfumato-secrets, as base/secrets.example.env names them."""
+    lines = (KUBERNETES / "base" / "secrets.example.env").read_text().splitlines()
+    return {line.split("=", 1)[0] for line in lines if line and not line.startswith("#")}
+
+
 def test_every_process_reads_the_same_configuration_and_secrets(
     rendered: list[dict[str, Any]],
 ) -> None:
-    secrets = by_kind(rendered, "Secret")["sfumato-secrets"]["stringData"]
-    assert {"SFUMATO_DATABASE_URL", "SFUMATO_BROKER_URL", "SFUMATO_SECRET_KEY"} <= set(secrets)
+    # The Secret is the operator's to create: no placeholder Secret is ever applied (issue 31).
+    assert "Secret" not in {document["kind"] for document in rendered}
+    assert {"SFUMATO_DATABASE_URL", "SFUMATO_BROKER_URL", "SFUMATO_SECRET_KEY"} <= secret_keys()
     environment = by_kind(rendered, "ConfigMap")["sfumato-env"]["data"]
     assert environment["SFUMATO_CONFIG_FILE"] == "/etc/sfumato/config.toml"
-    pods = [
-        *(d["spec"]["template"]["spec"] for d in by_kind(rendered, "Deployment").values()),
-        by_kind(rendered, "Job")["sfumato-migrate"]["spec"]["template"]["spec"],
-    ]
-    for pod in pods:
+    for pod in pods(rendered):
         (main,) = pod["containers"]
         sources = [next(iter(source.values()))["name"] for source in main["envFrom"]]
         assert sources == ["sfumato-env", "sfumato-secrets"]
@@ -267,9 +274,133 @@ def test_every_process_reads_the_same_configuration_and_secrets(
     assert job["containers"][0]["command"] == ["sfumato", "migrate"]
 
 
+def pods(documents: list[dict[str, Any]], with_models_job: bool = False) -> list[dict[str, Any]]:
+    """The pod specs of the Deployments and the migrations Job (and the models Job)."""
+    jobs = by_kind(documents, "Job")
+    return [
+        *(d["spec"]["template"]["spec"] for d in by_kind(documents, "Deployment").values()),
+        jobs["sfumato-migrate"]["spec"]["template"]["spec"],
+        *([jobs["sfumato-models-pull"]["spec"]["template"]["spec"]] if with_models_job else []),
+    ]
+
+
+def test_every_pod_runs_restricted_on_a_read_only_root(rendered: list[dict[str, Any]]) -> None:
+    dockerfile = (DEPLOY / "docker" / "Dockerfile").read_text()
+    # The image's writable places: its data folder and HOME (caches), both mounted volumes.
+    writable = {
+        re.search(rf"{name}=(\S+)", dockerfile).group(1)  # type: ignore[union-attr]
+        for name in ("SFUMATO_DATA_DIR", "HOME")
+    }
+    assert writable == {"/var/lib/sfumato", "/tmp"}
+    for pod in pods(rendered, with_models_job=True):
+        assert pod["automountServiceAccountToken"] is False
+        assert pod["securityContext"]["runAsNonRoot"] is True
+        assert pod["securityContext"]["seccompProfile"] == {"type": "RuntimeDefault"}
+        volumes = {volume["name"]: volume for volume in pod["volumes"]}
+        for main in pod["containers"]:
+            context = main["securityContext"]
+            assert context["allowPrivilegeEscalation"] is False
+            assert context["readOnlyRootFilesystem"] is True
+            assert context["capabilities"] == {"drop": ["ALL"]}
+            mounts = {mount["mountPath"]: mount["name"] for mount in main["volumeMounts"]}
+            assert "emptyDir" in volumes[mounts["/tmp"]]
+            if main["name"] != "pull":
+                assert writable <= set(mounts)
+
+
+def test_the_dashboard_cookie_is_secure_and_only_the_proxies_forwarded_headers_count(
+    rendered: list[dict[str, Any]],
+) -> None:
+    environment = by_kind(rendered, "ConfigMap")["sfumato-env"]["data"]
+    assert environment["SFUMATO_COOKIE_SECURE"] == "always"
+    for proxy in environment["SFUMATO_TRUSTED_PROXIES"].split(","):
+        assert ipaddress.ip_network(proxy.strip()).is_private
+
+
+def allowed(rule: dict[str, Any], address: str) -> bool:
+    """Whether an egress rule's ipBlocks let `address` through."""
+    ip = ipaddress.ip_address(address)
+    for peer in rule["to"]:
+        block = peer.get("ipBlock")
+        if block is None:
+            continue
+        network = ipaddress.ip_network(block["cidr"])
+        if ip.version == network.version and ip in network:
+            excepted = [ipaddress.ip_network(cidr) for cidr in block.get("except", [])]
+            if not any(ip in net for net in excepted if net.version == ip.version):
+                return True
+    return False
+
+
+def test_the_style_pool_may_reach_the_public_internet_and_no_private_address(
+    rendered: list[dict[str, Any]],
+) -> None:
+    policies = by_kind(rendered, "NetworkPolicy")
+    policy = policies["sfumato-worker-style-egress"]["spec"]
+    assert policy["podSelector"]["matchLabels"] == {
+        "app.kubernetes.io/name": "sfumato-worker-style"
+    }
+    assert policy["policyTypes"] == ["Egress"]
+    rules = policy["egress"]
+    # Every rule names its peers: none lets everything through.
+    assert all(rule.get("to") for rule in rules)
+    for address in ("93.184.215.14", "2606:2800:21f:cb07:6820:80da:af6b:8b2c"):
+        assert any(allowed(rule, address) for rule in rules), address
+    for address in (
+        "169.254.169.254",  # the cloud's metadata service
+        "fd00:ec2::254",
+        "10.96.0.1",  # a cluster's service range
+        "172.20.0.10",
+        "192.168.1.1",
+        "100.64.0.1",
+        "127.0.0.1",
+        "fe80::1",
+    ):
+        assert not any(allowed(rule, address) for rule in rules), address
+    # Besides the internet: the cluster's DNS, and pods labelled as backing services.
+    selected = [peer for rule in rules for peer in rule["to"] if "ipBlock" not in peer]
+    assert [peer["podSelector"]["matchLabels"] for peer in selected] == [
+        {"k8s-app": "kube-dns"},
+        {"sfumato.dev/backing-service": "true"},
+    ]
+
+
+def test_metrics_ports_answer_only_the_monitoring_namespace(rendered: list[dict[str, Any]]) -> None:
+    policies = [p["spec"] for p in by_kind(rendered, "NetworkPolicy").values()]
+    ingress = [p for p in policies if "Ingress" in p["policyTypes"]]
+    monitoring = [
+        {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "monitoring"}}}
+    ]
+    for name, deployment in by_kind(rendered, "Deployment").items():
+        labels = deployment["spec"]["template"]["metadata"]["labels"]
+        (main,) = deployment["spec"]["template"]["spec"]["containers"]
+        metrics_ports = {port["name"] for port in main["ports"] if port["containerPort"] == 9100}
+        selecting = [p for p in ingress if selects(p["podSelector"], labels)]
+        assert selecting, f"{name}: no ingress policy selects it"
+        for policy in selecting:
+            for rule in policy["ingress"]:
+                ports = {port["port"] for port in rule.get("ports", [])}
+                assert ports, f"{name}: a rule opens every port"
+                if ports & metrics_ports:
+                    assert rule["from"] == monitoring, name
+
+
+def selects(selector: dict[str, Any], labels: dict[str, str]) -> bool:
+    if any(labels.get(key) != value for key, value in selector.get("matchLabels", {}).items()):
+        return False
+    for expression in selector.get("matchExpressions", []):
+        assert expression["operator"] == "Exists"
+        if expression["key"] not in labels:
+            return False
+    return True
+
+
+def compose_file(name: str = "compose.yaml") -> dict[str, Any]:
+    return dict(yaml.safe_load((DEPLOY / name).read_text()))
+
+
 def test_the_compose_file_runs_every_queue_on_shared_services() -> None:
-    compose = yaml.safe_load((DEPLOY / "compose.yaml").read_text())
-    services = compose["services"]
+    services = compose_file()["services"]
     assert {"postgres", "redis", "seaweedfs", "bucket", "migrate", "gateway"} <= set(services)
     for name, service in services.items():
         assert "image" in service or "build" in service, name
@@ -278,7 +409,7 @@ def test_the_compose_file_runs_every_queue_on_shared_services() -> None:
     workers = {name: service for name, service in services.items() if name.startswith("worker-")}
     assert sorted(service["command"][1] for service in workers.values()) == sorted(QUEUES)
     gateway = services["gateway"]
-    assert "--no-workers" in gateway["command"] and gateway["ports"] == ["8000:8000"]
+    assert "--no-workers" in gateway["command"] and gateway["ports"] == ["127.0.0.1:8000:8000"]
     assert "--metrics-port" in gateway["command"], "metrics off the published port"
     for service in [gateway, *workers.values()]:
         environment = service["environment"]
@@ -287,6 +418,9 @@ def test_the_compose_file_runs_every_queue_on_shared_services() -> None:
         assert environment["SFUMATO_STORAGE_URL"].startswith("s3://")
         assert "/readyz" in " ".join(service["healthcheck"]["test"])
         assert service["depends_on"]["migrate"]["condition"] == "service_completed_successfully"
+        # As the pods run (test_every_pod_runs_restricted_on_a_read_only_root).
+        assert service["read_only"] is True and service["cap_drop"] == ["ALL"]
+        assert {mount.split(":")[0] for mount in service["tmpfs"]} == {"/tmp", "/var/lib/sfumato"}
     stop_grace = int(next(iter(workers.values()))["stop_grace_period"].removesuffix("s"))
     defaults = ServiceConfig.model_validate(tomllib.loads(DEFAULT_CONFIG.read_text()))
     longest = max(defaults.queues.of(queue).shutdown_grace_seconds for queue in QUEUES)
@@ -298,46 +432,114 @@ def test_the_compose_file_runs_every_queue_on_shared_services() -> None:
 COMPOSE_SCHEMA = DEPLOY / "schemas" / "compose-spec.json"
 # Images withdrawn from public registries: `docker compose up` would fail before anything ran.
 WITHDRAWN_IMAGES = ("minio/minio", "minio/mc", "bitnami/minio")
+# ${NAME:-default} and ${NAME:?message} as compose substitutes them.
+VARIABLE = re.compile(r"\$\{(\w+)(?::-([^}]*)|:\?[^}]*)?\}")
 
 
-def test_the_compose_file_is_valid_and_pulls_only_public_maintained_images() -> None:
-    compose = yaml.safe_load((DEPLOY / "compose.yaml").read_text())
+def with_defaults(text: str) -> str:
+    """`text` as compose writes it when no variable is set beyond the required ones."""
+    return VARIABLE.sub(lambda match: match.group(2) or f"<{match.group(1)}>", text)
+
+
+@pytest.mark.parametrize("name", ["compose.yaml", "compose.local.yaml"])
+def test_the_compose_files_are_valid_and_pull_only_public_maintained_images(name: str) -> None:
+    compose = compose_file(name)
     jsonschema.Draft7Validator(json.loads(COMPOSE_SCHEMA.read_text())).validate(compose)
     built = {service["image"] for service in compose["services"].values() if "build" in service}
-    for name, service in compose["services"].items():
-        image = service["image"]
-        assert not image.startswith(WITHDRAWN_IMAGES), (name, image)
+    for service_name, service in compose["services"].items():
+        image = service.get("image")
+        if image is None:  # an override's service that keeps the base's image
+            continue
+        assert not image.startswith(WITHDRAWN_IMAGES), (service_name, image)
         assert image in built or "/" not in image or image.startswith("chrislusf/"), image
-        for volume in service.get("volumes", []):
-            source = volume.split(":")[0]
-            if source.startswith("."):
-                assert (DEPLOY / source).exists(), (name, source)
+
+
+def test_compose_holds_no_secret_and_publishes_only_on_loopback() -> None:
+    text = (DEPLOY / "compose.yaml").read_text()
+    services = compose_file()["services"]
+    for service in services.values():
+        for published in service.get("ports", []):
+            assert published.startswith("127.0.0.1:"), published
+        for name, value in (service.get("environment") or {}).items():
+            if re.search(r"PASSWORD|SECRET|ACCESS_KEY", name):
+                assert VARIABLE.fullmatch(str(value)) or "$$" in str(value), (name, value)
+    assert "PASSWORD=" not in text and 'secretKey": "s' not in text
+    made = subprocess.run(
+        [sys.executable, str(DEPLOY / "make-env.py")], capture_output=True, text=True, check=True
+    ).stdout
+    variables = dict(line.split("=", 1) for line in made.splitlines())
+    required = set(re.findall(r"\$\{(\w+):\?", text))
+    assert required <= set(variables)
+    assert secret_weakness(variables["SFUMATO_SECRET_KEY"]) is None
 
 
 def test_compose_presigns_urls_for_the_port_its_s3_store_publishes_on_the_host() -> None:
-    compose = yaml.safe_load((DEPLOY / "compose.yaml").read_text())
-    services = compose["services"]
+    services = compose_file()["services"]
     storage = urlsplit(services["gateway"]["environment"]["SFUMATO_STORAGE_URL"])
     options = dict(parse_qsl(storage.query))
     inside, public = urlsplit(options["endpoint"]), urlsplit(options["public_endpoint"])
     store = services[inside.hostname]
-    assert f"{public.port}:{inside.port}" in store["ports"]
+    assert f"127.0.0.1:{public.port}:{inside.port}" in store["ports"]
     assert public.hostname in ("127.0.0.1", "localhost")
     assert str(inside.port) in " ".join(store["healthcheck"]["test"])
-    # The bucket exists before any service uses it, and the store knows the services' keys.
+    # The bucket exists before any service uses it; only the bucket job holds the store's
+    # administrator identity, the services one limited to the media bucket.
     bucket = services["bucket"]
+    assert bucket["environment"]["SFUMATO_S3_ENDPOINT"] == options["endpoint"]
     assert storage.netloc in " ".join(bucket["command"])
     assert bucket["depends_on"][inside.hostname]["condition"] == "service_healthy"
     for name in ("gateway", "worker-image", "worker-video", "worker-style"):
         assert services[name]["depends_on"]["bucket"]["condition"] == (
             "service_completed_successfully"
         )
-    environment = services["gateway"]["environment"]
-    identities = json.loads((DEPLOY / "seaweedfs" / "s3.json").read_text())["identities"]
-    assert {
-        "accessKey": environment["AWS_ACCESS_KEY_ID"],
-        "secretKey": environment["AWS_SECRET_ACCESS_KEY"],
-    } in [credential for identity in identities for credential in identity["credentials"]]
+        environment = services[name]["environment"]
+        assert environment["AWS_ACCESS_KEY_ID"] == store["environment"]["S3_ACCESS_KEY"]
+    assert bucket["environment"]["AWS_ACCESS_KEY_ID"] == store["environment"]["S3_ADMIN_ACCESS_KEY"]
+    script = " ".join(store["command"])
+    services_identity = re.search(r'"name": "sfumato".*?"actions": \[(.*?)\]', script, re.S)
+    assert services_identity is not None
+    assert all(f":{storage.netloc}" in action for action in services_identity.group(1).split(","))
+
+
+def test_the_local_override_keeps_every_port_on_loopback() -> None:
+    local = compose_file("compose.local.yaml")["services"]
+    base = compose_file()["services"]
+    assert set(local) == set(base)
+    for name, service in local.items():
+        assert service["network_mode"] == "host", name
+        command = " ".join(
+            str(part) for part in service.get("command", []) + service.get("entrypoint", [])
+        )
+        environment = " ".join(str(value) for value in (service.get("environment") or {}).values())
+        for host in re.findall(r"(?:--host[= ]|listen_addresses=|--bind )(\S+)", command):
+            assert host == "127.0.0.1", (name, host)
+        for address in re.findall(r"//(?:[^@/]*@)?([\w.-]+):\d+", environment):
+            assert address == "127.0.0.1", (name, address)
+
+
+def test_the_deployments_run_what_the_container_test_ran(rendered: list[dict[str, Any]]) -> None:
+    """The Kubernetes Deployments and the compose services the stack test starts: the same
+    images, commands, ports, probe endpoints and settings."""
+    services = compose_file()["services"]
+    deployments = by_kind(rendered, "Deployment")
+    gateway = container(deployments["sfumato-gateway"])
+    assert gateway["args"] == services["gateway"]["command"]
+    assert with_defaults(services["gateway"]["image"]) == gateway["image"]
+    for queue in QUEUES:
+        worker = container(deployments[f"sfumato-worker-{queue}"])
+        assert worker["args"] == services[f"worker-{queue}"]["command"]
+        if "worker-cpu" in worker["image"]:
+            assert with_defaults(services[f"worker-{queue}"]["image"]) == worker["image"]
+        ports = {port["containerPort"] for port in worker["ports"]}
+        assert {
+            int(p)
+            for p in re.findall(
+                r":(\d+)/readyz", " ".join(services[f"worker-{queue}"]["healthcheck"]["test"])
+            )
+        } == ports
+    settings = set(by_kind(rendered, "ConfigMap")["sfumato-env"]["data"]) | secret_keys()
+    compose_settings = set(services["gateway"]["environment"]) - {"AWS_EC2_METADATA_DISABLED"}
+    assert compose_settings <= settings
 
 
 def test_the_dockerfiles_build_the_gateway_and_both_workers() -> None:

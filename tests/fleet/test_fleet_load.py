@@ -14,10 +14,10 @@ import pytest
 from sqlalchemy import func, select
 
 from benchmarks.measures import percentile
+from benchmarks.testkit.waits import wait_until
 from core.tables import CreditEntry, JobRow, Media
 from tests.conftest import COMMON_ENV
 from tests.support.fleet import running_fleet
-from tests.support.service import wait_until
 
 JOBS = 500
 CLIENTS = 32

@@ -13,11 +13,11 @@ import redis
 from prometheus_client import CollectorRegistry, generate_latest
 from pydantic import ValidationError
 
+from benchmarks.testkit.outages import redis_server
 from core.broker import broker_queue
 from core.service_config import load_config
 from tests.support.fleet import config_file, sample_value
 from tests.support.http_jobs import create, wait_done
-from tests.support.outages import redis_server
 from tests.support.service import Service
 from workers import metrics
 

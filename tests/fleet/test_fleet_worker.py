@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
+from benchmarks.testkit.waits import wait_until
 from tests.conftest import COMMON_ENV
 from tests.support.fleet import Fleet, config_file, running_fleet
 from tests.support.http_jobs import create, status_of, wait_done
-from tests.support.service import wait_until
 from tests.support.stored_rows import job_row, ledger_kinds
 
 pytestmark = [pytest.mark.slow, pytest.mark.whole_machine, pytest.mark.distributed]

@@ -9,10 +9,11 @@ from pathlib import Path
 import httpx
 import pytest
 
+from benchmarks.testkit.waits import free_port, wait_until
 from core.styles.semantics import SentenceModelLoad
 from sfumato.processes import asset_semantics
 from tests.conftest import embedded_mode
-from tests.support.service import Process, free_port, wait_until
+from tests.support.service import Process
 
 pytestmark = [pytest.mark.slow]
 

@@ -140,3 +140,28 @@ def test_the_wheel_carries_rife_network_weights_glyphs_and_licences(tmp_path: Pa
         "pipelines/builtin/glyphs/LICENSE-emojilib",
     } <= names
     assert glyphs == (REPO / "pipelines/builtin/glyphs/fluent_emoji_flat.json.gz").read_bytes()
+
+
+def test_an_editable_install_is_a_plain_path_entry_without_warnings(tmp_path: Path) -> None:
+    """`make run` installs the project editable: setuptools writes one .pth entry for the
+    repository's root, not an import hook warning that folders named like the packages may
+    shadow them (issue 38 item 15)."""
+    source = tmp_path / "source"
+    shutil.copytree(
+        REPO,
+        source,
+        ignore=shutil.ignore_patterns(
+            ".*", "*.egg-info", "__pycache__", "build", "dist", "data", "tests", "docs", "deploy"
+        ),
+    )
+    built = subprocess.run(
+        [sys.executable, "-c", "from setuptools import build_meta as b; "
+         f"print(b.build_editable({str(tmp_path / 'dist')!r}))"],
+        cwd=source, capture_output=True, text=True, timeout=240,
+    )  # fmt: skip
+    assert built.returncode == 0, built.stderr
+    assert "same name" not in built.stdout + built.stderr
+    wheel = tmp_path / "dist" / built.stdout.splitlines()[-1]
+    with zipfile.ZipFile(wheel) as archive:
+        (pth,) = [name for name in archive.namelist() if name.endswith(".pth")]
+        assert archive.read(pth).decode().strip() == str(source)

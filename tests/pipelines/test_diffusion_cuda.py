@@ -208,3 +208,16 @@ def test_a_real_out_of_memory_error_is_recognised_and_released_models_free_the_c
         GenerateInput(prompt="still here", width=512, height=512), NoControl()
     ).images
     assert image.size == (512, 512)
+
+
+def test_weights_load_straight_onto_the_gpu_in_their_dtype_timed_per_component(
+    tiny_folder: Path,
+) -> None:
+    from models.loading import load_pipeline_timed
+
+    spec = registry_in(tiny_folder, "float16").spec("generate")
+    pipe, times = load_pipeline_timed(spec, "cuda")
+    assert set(times.components) == {"unet", "vae", "text_encoder"}
+    for name in times.components:
+        weights = next(getattr(pipe, name).parameters())
+        assert weights.device.type == "cuda" and weights.dtype == torch.float16, name

@@ -9,21 +9,28 @@ from __future__ import annotations
 
 import io
 import os
+import re
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 import httpx
 import numpy as np
 import pytest
 from PIL import Image
 
+from benchmarks.testkit.waits import wait_until
+from sfumato_client import Client
 from tests.conftest import COMMON_ENV
 from tests.support import diffusion_images
 from tests.support.fleet import sample_value
 from tests.support.http_jobs import create, status_of, wait_done
-from tests.support.service import Mode, Service, running_service, wait_until
+from tests.support.job_events import events_of, sse_lines, stream
+from tests.support.service import REPO, Mode, Service, running_service
 
 pytestmark = pytest.mark.slow
 
@@ -55,6 +62,8 @@ def diffusion(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Service]:
         "SFUMATO_PIPELINES": DIFFUSION_PIPELINES,
         "SFUMATO_CONFIG_FILE": str(config_file),
         "SFUMATO_LEASE_SECONDS": "5",
+        # A live preview about every other step of a `[slow]` call (0.25 s a step).
+        "SFUMATO_PREVIEW_SECONDS": "0.4",
     }
     try:
         with running_service(Mode("embedded", env, separate_workers=False), data_dir) as service:
@@ -161,23 +170,110 @@ def test_cancel_mid_steps_stops_the_call(diffusion: Service) -> None:
         assert settled["error"]["message"] == "Job cancelled"
 
 
-def test_out_of_memory_splits_the_batch_and_retries_once(diffusion: Service) -> None:
+def test_out_of_memory_splits_the_batch_into_halves_and_never_wedges_the_worker(
+    diffusion: Service,
+) -> None:
     key = diffusion.new_key()
     with diffusion.client(key) as client:
         job = completed(
-            client, "/images/generate", {"prompt": "[oom>1] two foxes", "variations": 2}
+            client, "/images/generate", {"prompt": "[oom>1] four foxes", "variations": 4}
         )
-        assert len(job["result"]["images"]) == 2
-        calls = diffusion_images.calls_with("[oom>1] two foxes")
-        assert [(c.images, c.out_of_memory) for c in calls] == [(2, True), (1, False), (1, False)]
+        assert len(job["result"]["images"]) == 4
+        calls = diffusion_images.calls_with("[oom>1] four foxes")
+        assert [(c.images, c.out_of_memory) for c in calls] == [
+            (4, True),
+            (2, True),
+            (1, False),
+            (1, False),
+            (2, True),
+            (1, False),
+            (1, False),
+        ]
 
         before = diffusion.balance(key)
         failed = wait_done(client, create(client, "[oom] never fits", variations=2)["id"])
-    assert failed["status"] == "failed"
-    assert "GPU ran out of memory" in failed["error"]["message"]
-    assert "refunded" in failed["error"]["message"]
-    assert [c.images for c in diffusion_images.calls_with("[oom] never fits")] == [2, 1]
-    assert diffusion.balance(key) == before
+        assert failed["status"] == "failed"
+        assert failed["error"]["message"] == (
+            "The GPU ran out of memory (one image does not fit in the GPU's memory); "
+            "the credits were refunded"
+        )
+        assert [c.images for c in diffusion_images.calls_with("[oom] never fits")] == [2, 1]
+        assert diffusion.balance(key) == before
+        # The same worker takes the next job as if nothing had happened.
+        after = completed(client, "/images/generate", {"prompt": "a fox after the storm"})
+        assert len(after["result"]["images"]) == 1
+
+
+def _jpeg_at_most_256(data: bytes) -> None:
+    image = Image.open(io.BytesIO(data))
+    assert image.format == "JPEG"
+    assert max(image.size) <= 256
+
+
+def test_a_job_shows_its_live_preview_while_it_denoises_and_none_once_done(
+    diffusion: Service,
+) -> None:
+    key = diffusion.new_key()
+    with diffusion.client(key) as client:
+        job = create(client, "[slow] a harbour at dawn", quality="high")
+        previews: dict[str, int] = {}  # URL -> status of its fetch, made as soon as it was seen
+        with stream(client, job["id"]) as response:
+            for event in events_of(sse_lines(response)):
+                shown = event.job
+                if "previewUrl" in shown:
+                    assert shown["status"] == "processing"
+                    number = re.search(r"/previews/[0-9a-f-]+/(\d+)\.jpg", shown["previewUrl"])
+                    assert number, shown["previewUrl"]
+                    # The event's id names the preview it shows, so a reconnect sees a new one.
+                    assert event.id == f"processing/{round(shown['progress'] * 1000)}/{number[1]}"
+                    if shown["previewUrl"] not in previews:
+                        fetched = httpx.get(shown["previewUrl"])
+                        previews[shown["previewUrl"]] = fetched.status_code
+                        if fetched.status_code == 200:
+                            _jpeg_at_most_256(fetched.content)
+                if shown["status"] in ("completed", "failed"):
+                    break
+        assert shown["status"] == "completed" and "previewUrl" not in shown
+        assert len(previews) >= 2, previews
+        assert 200 in previews.values(), "a preview could be fetched while it was shown"
+        read = client.get(f"/jobs/{job['id']}").json()["data"]
+        assert "previewUrl" not in read
+    # Deleted with the end of the job: the store keeps none of them.
+    assert all(httpx.get(url).status_code == 404 for url in previews)
+
+
+def test_the_python_client_and_the_cli_receive_the_live_preview(
+    diffusion: Service, tmp_path: Path
+) -> None:
+    key = diffusion.new_key()
+    seen: list[str] = []
+    saved: list[bytes] = []
+    with Client(diffusion.api, key) as client:
+        job = client.images.generate("[slow] a mill by a river", quality="high")
+
+        def on_progress(update: Any) -> None:
+            if update.preview_url and update.preview_url not in seen:
+                seen.append(update.preview_url)
+                path = update.save_preview(tmp_path / "client.jpg")
+                if path is not None:
+                    saved.append(path.read_bytes())
+
+        done = job.wait(on_progress=on_progress)
+    assert done.status == "completed" and done.preview_url is None
+    assert len(seen) >= 2 and saved
+    _jpeg_at_most_256(saved[-1])
+
+    preview = tmp_path / "cli.jpg"
+    result = subprocess.run(
+        [sys.executable, "-m", "sfumato", "generate", "[slow] a windmill", "--quality", "high",
+         "--preview", str(preview), "-o", str(tmp_path / "out"),
+         "--api-url", diffusion.api, "--api-key", key],
+        cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)}, capture_output=True, text=True,
+        timeout=180,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    _jpeg_at_most_256(preview.read_bytes())
+    assert [line for line in result.stdout.splitlines() if line.endswith(".png")]
 
 
 def test_the_worker_reports_its_batches_and_model_cache_lookups(diffusion: Service) -> None:

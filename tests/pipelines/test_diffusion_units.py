@@ -18,7 +18,7 @@ from models.cache import ModelCache
 from models.loading import check
 from models.registry import ModelRegistry, RegistryError, load_registry
 from models.testing import IP_WEIGHTS
-from pipelines.base import Cancelled, GenerateInput, ImageOutput, ReframeInput
+from pipelines.base import Cancelled, GenerateInput, ImageOutput, OutOfDeviceMemory, ReframeInput
 from pipelines.diffusion.generate import DiffusionGenerate
 from pipelines.diffusion.reframe import DiffusionReframe
 from tests.support.control import RecordingControl
@@ -277,3 +277,49 @@ def test_a_worker_whose_model_is_missing_does_not_start(tmp_path: Path) -> None:
     assert result.returncode == 1
     assert "the image worker cannot load its models" in result.stderr
     assert str(tmp_path / "m") in result.stderr
+
+
+class RunsOutOfMemory(DiffusionGenerate):
+    """The real generate whose diffusers call raises CUDA's out-of-memory error for calls of
+    more than `fits` images (0: every call), as a full card would."""
+
+    fits = 0
+    calls: list[int]
+
+    def invoke(self, pipe: Any, arguments: dict[str, Any]) -> Any:
+        import torch
+
+        self.calls.append(len(arguments["prompt"]))
+        if len(arguments["prompt"]) > self.fits:
+            raise torch.cuda.OutOfMemoryError("CUDA out of memory (injected)")
+        return super().invoke(pipe, arguments)
+
+
+def test_out_of_memory_on_one_image_fails_the_call_frees_memory_and_the_next_call_runs(
+    registry: ModelRegistry, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    freed: list[bool] = []
+    monkeypatch.setattr("models.cache.free_device_memory", lambda: freed.append(True))
+    cache = ModelCache(device="cpu", budget_gb=10)
+    cache.ensure(registry.spec("upscale"))  # another model, loaded and unused
+    pipeline = RunsOutOfMemory(registry.spec("generate"), cache)
+    pipeline.calls = []
+    job = GenerateInput(prompt="a lantern", width=64, height=64, seed=5, variations=4)
+    with pytest.raises(OutOfDeviceMemory, match="one image does not fit"):
+        pipeline.run(job, RecordingControl())
+    assert pipeline.calls == [4, 2, 1]  # halved down to one image, which still fails
+    assert cache.stats.evictions == [str(registry.spec("upscale").folder)]
+    assert freed, "the device's cache was emptied"
+
+    pipeline.fits, pipeline.calls = 1, []
+    output = pipeline.run(job, RecordingControl())
+    assert len(output.images) == 4
+    assert pipeline.calls == [4, 2, 1, 1, 2, 1, 1]
+    alone = [
+        pipeline.run(replace(job, seed=5 + i, variations=1), RecordingControl()) for i in range(4)
+    ]
+    for split, single in zip(output.images, alone, strict=True):
+        difference = np.abs(
+            np.asarray(split, np.float32) - np.asarray(single.images[0], np.float32)
+        )
+        assert difference.mean() < 1.0, "a split batch makes the pictures it would have made"

@@ -21,6 +21,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
+from benchmarks.testkit.waits import wait_until
 from core.tables import JobRow, Media
 from models.cache import ModelCache
 from models.loading import ModelUnavailable
@@ -33,12 +34,12 @@ from pipelines.diffusion.video_model import VideoModel, geometry_for, plan_segme
 from tests.conftest import COMMON_ENV
 from tests.support.clips import decode_file, decoded
 from tests.support.http_jobs import create, video_done, wait_done
-from tests.support.service import Mode, Service, running_service, wait_until
+from tests.support.service import Mode, Service, running_service
 from tests.support.steerable_video import logged
 from tests.support.threads import ONE_THREAD, one_torch_thread
 
 PIPELINES = (
-    "generate=tests.support.pipelines:ControllableGenerate,"
+    "generate=benchmarks.testkit.pipelines:ControllableGenerate,"
     "animate=tests.support.steerable_video:SteerableAnimate,"
     "transition=pipelines.diffusion.transition:DiffusionTransition"
 )

@@ -11,10 +11,10 @@ from typing import Any
 
 import pytest
 
+from benchmarks.testkit.waits import wait_until
 from models.cache import ModelCache
 from models.once import Once
 from models.registry import ModelSpec
-from tests.support.service import wait_until
 
 
 def spec(name: str, memory_gb: float = 1.0) -> ModelSpec:
@@ -136,3 +136,21 @@ def test_once_makes_its_value_once_across_threads_and_retries_after_a_failure() 
     with pytest.raises(RuntimeError):
         failing.get(broken)
     assert failing.get(lambda: 7) == 7
+
+
+def test_a_load_reads_each_weighted_component_in_its_dtype_and_times_it() -> None:
+    import torch
+
+    from models.loading import load_pipeline_timed
+    from models.registry import load_registry
+    from tests.support.diffusion_images import tiny_registry_path
+
+    spec = load_registry(tiny_registry_path()).spec("generate")
+    pipe, times = load_pipeline_timed(spec, "cpu")
+    assert set(times.components) == {"unet", "vae", "text_encoder"}
+    assert all(seconds > 0 for seconds in times.components.values())
+    assert times.total >= sum(times.components.values())
+    for name in times.components:
+        weights = next(getattr(pipe, name).parameters())
+        assert weights.device.type == "cpu" and weights.dtype == torch.float32, name
+    assert str(times).startswith(f"{times.total:.2f} s (")

@@ -6,9 +6,11 @@ leaves no entry behind, a retry resuming."""
 
 from __future__ import annotations
 
+import os
 import random
 import re
 import resource
+import shutil
 import signal
 import subprocess
 import sys
@@ -19,6 +21,7 @@ from pathlib import Path
 import pytest
 from huggingface_hub.utils import filter_repo_objects
 
+from benchmarks.testkit.waits import wait_until
 from models.presets import BY_NAME, PRESETS
 from models.registry import load_registry
 from models.settings import ModelSettings
@@ -33,7 +36,7 @@ from tests.support.model_hub import (
     standin_hub,
     tiny_repositories,
 )
-from tests.support.service import REPO, wait_until
+from tests.support.service import REPO
 from tests.support.threads import ONE_THREAD
 
 SD_TURBO = BY_NAME["sd-turbo"]
@@ -142,7 +145,8 @@ def test_pull_fetches_only_the_presets_files_and_registers_them(tmp_path: Path) 
     presets = sfumato_models(env, "presets")
     marked = [line.split()[1] for line in presets.stdout.splitlines() if line.startswith("*")]
     assert sorted(marked) == sorted(serving.values())
-    assert len(presets.stdout.splitlines()) == len(PRESETS)
+    # The header row, a line a preset, the legend.
+    assert len(presets.stdout.splitlines()) == len(PRESETS) + 2
 
     # Pulling sd-turbo again fetches nothing (its files are there) and serves generate again.
     with standin_hub("sd-turbo") as hub:
@@ -390,7 +394,7 @@ def test_a_worker_serves_the_registered_operations_with_diffusion_and_the_rest_b
         "generate": DIFFUSION["generate"],
         "upscale": DIFFUSION["upscale"],
     }
-    override = "tests.support.pipelines:ControllableGenerate"
+    override = "benchmarks.testkit.pipelines:ControllableGenerate"
     overridden = PipelineRegistry({"generate": override}, models)
     assert overridden.target("generate") == override  # SFUMATO_PIPELINES stays an override
     assert overridden.target("upscale") == DIFFUSION["upscale"]
@@ -401,3 +405,53 @@ def test_a_worker_serves_the_registered_operations_with_diffusion_and_the_rest_b
     )
     elsewhere = ModelSettings(data_dir=tmp_path / "empty", models_file=registry)
     assert PipelineRegistry(models=elsewhere).target("upscale") == DIFFUSION["upscale"]
+
+
+def offline_env(data_dir: Path, **extra: str) -> dict[str, str]:
+    proxies = {"http_proxy", "https_proxy", "all_proxy", "no_proxy"}
+    env = {
+        key: value
+        for key, value in os.environ.items()
+        if key.lower() not in proxies and key not in ("HF_ENDPOINT", "HF_HUB_OFFLINE")
+    }
+    return env | {"HF_HOME": str(data_dir / "hf-home"), "SFUMATO_DATA_DIR": str(data_dir)} | extra
+
+
+@pytest.mark.slow
+def test_a_hub_that_is_gone_is_one_line_at_once(tmp_path: Path) -> None:
+    """The stand-in hub stopped: nothing listens on its port (issue 38 item 11)."""
+    with standin_hub("sd-turbo") as hub:
+        url = hub.url
+    started = time.monotonic()
+    result = sfumato_models(offline_env(tmp_path, HF_ENDPOINT=url), "pull", "sd-turbo")
+    took = time.monotonic() - started
+    assert result.returncode == 1
+    assert result.stderr.splitlines() == [
+        f"error: sd-turbo: cannot reach the hub at {url}: Connection refused"
+    ]
+    assert took < 15, f"{took:.1f} s: the hub client's retries take about 25 s"
+    assert not registry_of(tmp_path).exists()
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(shutil.which("unshare") is None, reason="no unshare")
+def test_offline_a_name_that_does_not_resolve_is_one_line_at_once(tmp_path: Path) -> None:
+    """Offline: the pull runs in a network namespace of its own with no interface up (`unshare
+    -n`, root), so the hub's name cannot resolve and no packet leaves this machine."""
+    command = [sys.executable, "-m", "sfumato", "models", "pull", "sd-turbo"]
+    probe = subprocess.run(["unshare", "-n", "true"], capture_output=True)
+    if probe.returncode != 0:
+        pytest.skip(f"unshare -n refused: {probe.stderr.decode().strip()}")
+    started = time.monotonic()
+    result = subprocess.run(
+        ["unshare", "-n", *command], cwd=REPO, env=offline_env(tmp_path),
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    took = time.monotonic() - started
+    assert result.returncode == 1
+    assert result.stderr.splitlines() == [
+        "error: sd-turbo: cannot reach the hub at https://huggingface.co: the name "
+        "huggingface.co does not resolve (offline?)"
+    ]
+    assert result.stdout == ""
+    assert took < 15

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
 
+from models.settings import ModelSettings
 from pipelines.base import (
     AnimatePipeline,
     Cancelled,
@@ -17,7 +19,7 @@ from pipelines.base import (
     TransitionPipeline,
     UpscalePipeline,
 )
-from pipelines.registry import PipelineRegistry
+from pipelines.registry import ModelNotServed, PipelineRegistry
 from pipelines.styles import Extraction
 from tests.support.control import RecordingControl
 
@@ -57,6 +59,17 @@ def test_a_pipeline_configured_for_another_operation_is_refused() -> None:
     registry = PipelineRegistry({"generate": "pipelines.builtin.edit:BuiltinEdit"})
     with pytest.raises(TypeError, match=r"BuiltinEdit cannot serve 'generate'.*'edit'"):
         registry.get("generate")
+
+
+def test_a_job_names_its_model_and_one_this_worker_lacks_is_refused() -> None:
+    """Without a model registry every operation's default is `builtin`; a model the worker does
+    not have (its registry changed since the create) is refused by name, not run elsewhere."""
+    registry = PipelineRegistry(models=ModelSettings(data_dir=Path("/nonexistent-sfumato")))
+    assert registry.default_model("generate") == "builtin"
+    assert registry.for_model("generate", "builtin") is registry.get("generate")
+    assert registry.for_model("generate", None) is registry.get("generate")
+    with pytest.raises(ModelNotServed, match="does not serve the model 'sdxl' for generate"):
+        registry.for_model("generate", "sdxl")
 
 
 def test_an_operation_nothing_serves_is_a_lookup_error() -> None:

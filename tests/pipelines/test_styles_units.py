@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 import pytest
 from PIL import Image
+from selectolax.lexbor import LexborHTMLParser
 
 from core.styles.payload import InvalidStyle, validate_style
 from core.styles.search import FolderCache, SearchFolder
@@ -22,6 +23,7 @@ from pipelines.styles import (
 )
 from pipelines.styles.colours import Rgb, colours_in, gradients_in
 from pipelines.styles.css import custom_properties, parse_rules, resolve_vars
+from pipelines.styles.document import site_name
 from pipelines.styles.palette import PaletteBuilder, colour_name, distance
 
 
@@ -198,3 +200,17 @@ def test_a_single_query_embeds_as_the_batch_path_does() -> None:
     one_by_one = np.concatenate([embed_texts([text]) for text in texts])
     assert one_by_one.shape == (4, 384) and one_by_one.dtype == np.float32
     assert np.allclose(batch, one_by_one, atol=1e-5)
+
+
+@pytest.mark.parametrize(
+    "title",
+    [
+        "Nocturne Audio: headphones for the night shift",
+        "Nocturne Audio | headphones for the night shift",
+        "Nocturne Audio - headphones for the night shift",
+        "Nocturne Audio \u2014 headphones for the night shift",
+    ],
+)
+def test_a_sites_name_drops_the_titles_tagline(title: str) -> None:
+    page = LexborHTMLParser(f"<html><head><title>{title}</title></head><body></body></html>")
+    assert site_name(page, "https://203.0.113.9/") == "Nocturne Audio"

@@ -39,6 +39,10 @@ def tiny_registry_path() -> Path:
 @dataclass
 class RecordedCall:
     prompts: list[str]
+    # The call's steering, as diffusers was given it.
+    negative_prompts: list[str] | None = None
+    steps: int | None = None
+    guidance: float | None = None
     steps_run: int = 0
     out_of_memory: bool = False
     over: threading.Event = field(default_factory=threading.Event)
@@ -61,7 +65,13 @@ def calls_with(text: str) -> list[RecordedCall]:
 class SteerableGenerate(DiffusionGenerate):
     def invoke(self, pipe: Any, arguments: dict[str, Any]) -> Any:
         prompts = list(arguments["prompt"])
-        record = RecordedCall(prompts)
+        negative = arguments.get("negative_prompt")
+        record = RecordedCall(
+            prompts,
+            None if negative is None else list(negative),
+            arguments.get("num_inference_steps"),
+            arguments.get("guidance_scale"),
+        )
         with _calls_lock:
             CALLS.append(record)
         if any("[oom]" in p for p in prompts) or (

@@ -17,12 +17,13 @@ from typing import Any
 import httpx
 from prometheus_client.parser import text_string_to_metric_families
 
+from benchmarks.testkit.waits import free_port, wait_until
 from core.accounts import api_keys, authentication
 from core.accounts import service as accounts
 from core.credits import repository as credits_repository
 from core.service_config import merge_tables
 from core.services import Services
-from tests.support.service import Mode, Process, free_port, wait_until
+from tests.support.service import Mode, Process
 
 GENEROUS = Path(__file__).with_name("generous.toml")
 

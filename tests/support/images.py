@@ -1,19 +1,8 @@
-"""Image bytes for tests: real images of known colours, and hostile ones."""
+"""Hostile images for tests (real images of known colours: benchmarks.testkit.images)."""
 
 from __future__ import annotations
 
-import io
 import struct
-
-from PIL import Image
-
-
-def image_bytes(
-    colour: tuple[int, int, int], size: tuple[int, int] = (64, 48), format: str = "PNG"
-) -> bytes:
-    buffer = io.BytesIO()
-    Image.new("RGB", size, colour).save(buffer, format=format)
-    return buffer.getvalue()
 
 
 def animated_bomb(width: int, height: int, frames: int) -> bytes:

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
-from tests.support.service import free_port
+from benchmarks.testkit.waits import free_port
 
 
 @dataclass

@@ -4,11 +4,9 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 import threading
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -18,6 +16,7 @@ from typing import Any
 import httpx
 import uvicorn
 
+from benchmarks.testkit.waits import free_port, wait_until
 from core.accounts import api_keys, authentication
 from core.accounts import service as accounts
 from core.health import ProbeServer, ReadinessChecks
@@ -30,38 +29,6 @@ from sfumato.processes import build_gateway
 
 REPO = Path(__file__).resolve().parents[2]
 SFUMATO = [sys.executable, "-m", "sfumato"]
-TEST_PIPELINES = (
-    "generate=tests.support.pipelines:ControllableGenerate,"
-    "animate=tests.support.pipelines:ControllableAnimate"
-)
-
-
-# The ports free_port handed out, held until this process exits.
-_RESERVED_PORTS: list[socket.socket] = []
-
-
-def free_port() -> int:
-    """A loopback port nobody else on this machine is given while this test process runs: bound
-    with port 0 (the kernel's choice) and held, not listening, with SO_REUSEADDR. The server it
-    is for binds it with SO_REUSEADDR too (uvicorn, redis-server, `socket.create_server` and
-    `http.server` all do) and may listen on it, while neither another bind to port 0 nor an
-    outgoing connection's ephemeral port can take it, from this process or another test worker;
-    a port merely found free and closed again could be taken before the server bound it."""
-    sock = socket.socket()
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind(("127.0.0.1", 0))
-    _RESERVED_PORTS.append(sock)
-    return int(sock.getsockname()[1])
-
-
-def wait_until(predicate: Any, timeout: float, message: str, interval: float = 0.05) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(interval)
-    raise AssertionError(f"timed out after {timeout}s: {message}")
 
 
 @dataclass
@@ -86,7 +53,10 @@ class ThreadedServer:
     def __init__(self, app: Any) -> None:
         self.port = free_port()
         self.server = GatewayServer(
-            uvicorn.Config(app, host="127.0.0.1", port=self.port, log_level="warning"),
+            # As sfumato/http_server.py: forwarded headers count only by the app's settings.
+            uvicorn.Config(
+                app, host="127.0.0.1", port=self.port, log_level="warning", proxy_headers=False
+            ),
             app.state.gateway,
         )
         self.thread = threading.Thread(target=self.server.run, daemon=True)

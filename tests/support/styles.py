@@ -6,12 +6,9 @@ from __future__ import annotations
 
 import functools
 import os
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
-from pathlib import Path
 from urllib.parse import urlsplit
 
 import httpx
@@ -20,40 +17,6 @@ import pytest
 from core.settings import Settings
 from pipelines.styles import Browser, Extraction, Fetcher, find_chromium, shared_browser
 from workers.style_extraction import brand_image_type
-
-SITES = Path(__file__).parents[1] / "fixtures" / "sites"
-REDIRECTS = {"/moved/": "/relocated/"}
-
-
-class SiteHandler(SimpleHTTPRequestHandler):
-    # `imagetrap` serves HTML under an image type, as a hostile site may.
-    extensions_map = {**SimpleHTTPRequestHandler.extensions_map, ".xcustom": "image/x-custom"}
-
-    def do_GET(self) -> None:
-        if self.path in REDIRECTS:
-            self.send_response(301)
-            self.send_header("Location", REDIRECTS[self.path])
-            self.end_headers()
-            return
-        super().do_GET()
-
-    def log_message(self, format: str, *args: object) -> None:
-        """Quiet: the test output is about styles, not requests."""
-
-
-@contextmanager
-def site_server() -> Iterator[str]:
-    """The fixture sites on a loopback port; yields the base URL."""
-    handler = functools.partial(SiteHandler, directory=str(SITES))
-    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    server.daemon_threads = True
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
 
 
 @dataclass(frozen=True)

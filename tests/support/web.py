@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlsplit
 
-from tests.support.images import image_bytes
+from benchmarks.testkit.images import image_bytes
 
 IMAGE_COLOUR = (230, 110, 30)
 

@@ -1,7 +1,7 @@
 """invitations: one-time sign-in links that set a new account's password
 
 Revision ID: 0013
-Revises: 0007
+Revises: 0010
 Create Date: 2026-12-02
 """
 
@@ -9,7 +9,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision = "0013"
-down_revision = "0007"
+down_revision = "0010"
 branch_labels = None
 depends_on = None
 

@@ -4,6 +4,17 @@
   const prefix = "/dashboard";
   const csrf = () => (document.querySelector("main[data-csrf]") || {}).dataset?.csrf || "";
 
+  // A style's colours and type specimens, which the page names in data attributes: its
+  // Content-Security-Policy allows no inline style, and styles set from here are not inline.
+  document.querySelectorAll("[data-background]").forEach((element) => {
+    element.style.background = element.dataset.background;
+  });
+  document.querySelectorAll("[data-font-family]").forEach((element) => {
+    element.style.fontFamily = element.dataset.fontFamily;
+    element.style.fontWeight = element.dataset.fontWeight;
+    element.style.textTransform = element.dataset.textTransform;
+  });
+
   // Copy buttons (the new key's plaintext).
   document.addEventListener("click", async (event) => {
     const button = event.target.closest("[data-copy]");
@@ -54,6 +65,18 @@
     }
   }
   document.querySelectorAll("video[data-awaiting-poster]").forEach(awaitPoster);
+  // Where a job in flight stands, in the words the server writes (gallery.standing_text).
+  function inAbout(moment) {
+    const seconds = Math.max(0, (Date.parse(moment) - Date.now()) / 1000);
+    return seconds < 120 ? `in about ${Math.round(seconds)} s` : `in about ${Math.round(seconds / 60)} min`;
+  }
+  function standingText(job) {
+    if (job.status === "pending" && job.queuePosition) {
+      return `#${job.queuePosition} in queue` + (job.estimatedStartAt ? `, starts ${inAbout(job.estimatedStartAt)}` : "");
+    }
+    if (job.status === "processing" && job.estimatedCompletionAt) return `ends ${inAbout(job.estimatedCompletionAt)}`;
+    return "";
+  }
 
   // Live progress: every card of a job in flight listens to the job's event stream (the API's
   // Server-Sent Events): its bar and status chip follow the job, and when the job ends the
@@ -64,16 +87,23 @@
     const detail = card.hasAttribute("data-detail");
     const bar = card.querySelector("[data-progress]");
     const label = card.querySelector("[data-percent]");
-    const chip = card.querySelector("[data-status-chip]");
+    const standing = card.querySelector("[data-standing]");
+    const status = card.querySelector(".status");
+    const preview = card.querySelector("[data-preview]");
     let ended = false;
     function show(job) {
       const percent = Math.round(job.progress * 100);
       if (bar) { bar.value = percent; bar.textContent = `${percent}%`; }
       if (label) label.textContent = `${percent}%`;
-      if (chip && chip.textContent !== job.status) {
-        chip.textContent = job.status;
-        chip.className = `status status-${job.status}`;
-        card.dataset.status = job.status;
+      if (standing) standing.textContent = standingText(job);
+      if (status && job.status !== status.textContent) {
+        status.textContent = job.status;
+        status.className = `status status-${job.status}`;
+      }
+      // The live preview: a new URL each time the picture moves on (an old one may be gone).
+      if (preview && job.previewUrl && preview.getAttribute("src") !== job.previewUrl) {
+        preview.src = job.previewUrl;
+        preview.hidden = false;
       }
       if ((job.status === "completed" || job.status === "failed") && !ended) {
         ended = true;
@@ -136,14 +166,6 @@
     form.addEventListener("input", update);
     form.addEventListener("change", update);
     update();
-  });
-
-  // Type specimens in the brand's own fonts, where this browser has them (set through the
-  // CSSOM: the page carries no inline styles).
-  document.querySelectorAll("[data-font-family]").forEach((specimen) => {
-    specimen.style.fontFamily = specimen.dataset.fontFamily;
-    specimen.style.fontWeight = specimen.dataset.fontWeight;
-    specimen.style.textTransform = specimen.dataset.textTransform;
   });
 
   // Uploads: drag and drop (or choose), then presign -> PUT -> complete from the browser.

@@ -7,6 +7,7 @@ import logging
 import zlib
 
 import numpy as np
+from PIL import Image
 
 from pipelines.base import EditInput, ImageOutput, JobControl
 from pipelines.builtin import painting_styles
@@ -87,5 +88,12 @@ class BuiltinEdit:
             picture = brand_grade(picture, inputs.style.palette)
             notes.append("recoloured towards the brand style's palette")
         image = to_image(picture)
+        if inputs.mask is not None:
+            # The edits stand where the mask is white, the source where it is black (grey
+            # blends), so nothing outside the masked area changes.
+            image = Image.composite(image, source, inputs.mask.convert("L"))
+            notes.append("applied inside the mask only")
+        if inputs.negative_prompt:
+            notes.append("the builtin editor does not use a negative prompt")
         log_peak_memory(log, "edit", image.width, image.height)
         return ImageOutput(images=[image], notes=notes)

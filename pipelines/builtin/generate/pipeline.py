@@ -10,7 +10,7 @@ from collections.abc import Callable
 import numpy as np
 from PIL import Image
 
-from pipelines.base import GenerateInput, ImageOutput, JobControl, StyleHints
+from pipelines.base import GenerateInput, ImageOutput, JobControl, StyleHints, offer_preview
 from pipelines.builtin import painting_styles
 from pipelines.builtin.easing import smoothstep
 from pipelines.builtin.generate.compose import draw_sprites, place_subjects
@@ -128,6 +128,8 @@ class BuiltinGenerate:
             image = painter.paint(self._reporter(control, index, inputs.variations, paint_share))
             if image.size != (inputs.width, inputs.height):
                 image = image.resize((inputs.width, inputs.height), Image.Resampling.LANCZOS)
+            if index == 0:
+                offer_preview(control, image.copy)  # the painted scene, before subjects and styling
             if scene.subjects:
                 image = draw_subjects(
                     image,
@@ -139,6 +141,8 @@ class BuiltinGenerate:
                     place,
                 )
             if learned or board:
+                if index == 0 and scene.subjects:
+                    offer_preview(control, image.copy)
                 control.progress((index + paint_share) / inputs.variations, "styling")
                 image = paint_over(image, learned[0] if learned else None, board, keep_colours)
             images.append(image)
@@ -180,6 +184,8 @@ class BuiltinGenerate:
                 f"look taken from {len(inputs.references)} reference image(s) by style transfer"
             )
         log_peak_memory(log, "generate", inputs.width, inputs.height)
+        if inputs.negative_prompt:
+            notes.append("the builtin painter does not use a negative prompt")
         return ImageOutput(images=images, notes=notes)
 
     @staticmethod

@@ -38,10 +38,15 @@ from sfumato_client.models import (
     ResultStyle,
     ResultVideo,
     SearchHit,
+    ServedModel,
+    SettingRange,
     Style,
     StyleAsset,
     StyleSummary,
     Upload,
+    Webhook,
+    WebhookDelivery,
+    WebhookEndpoint,
 )
 
 __all__ = [
@@ -68,6 +73,8 @@ __all__ = [
     "ResultStyle",
     "ResultVideo",
     "SearchHit",
+    "ServedModel",
+    "SettingRange",
     "Style",
     "StyleAsset",
     "StyleSummary",
@@ -75,4 +82,7 @@ __all__ = [
     "Upload",
     "UsageLimitError",
     "ValidationError",
+    "Webhook",
+    "WebhookDelivery",
+    "WebhookEndpoint",
 ]

@@ -58,6 +58,10 @@ class JobResult(APIModel):
     images: list[ResultImage] | None = None
     video: ResultVideo | None = None
     style: ResultStyle | None = None
+    # Extensions: the seed an image or video job ran with (the same request with it remakes
+    # the job), and the model that made the images.
+    seed: int | None = None
+    model: str | None = None
 
 
 class JobError(APIModel):
@@ -74,6 +78,15 @@ class JobData(APIModel):
     created_at: str
     # 0..1, never decreasing; None from a server that does not report progress.
     progress: float | None = None
+    # A pending job's place in its queue (1 = next to start) and when it should start; a
+    # processing job's expected end (ISO 8601). None when not pending (or processing), when the
+    # server cannot estimate yet, or from a server that does not say.
+    queue_position: int | None = None
+    estimated_start_at: str | None = None
+    estimated_completion_at: str | None = None
+    # While it is processing: a small JPEG of the picture as it forms (a new URL each time it
+    # changes); None before the first, once it has ended, and from a server without previews.
+    preview_url: str | None = None
     result: JobResult | None = None
     error: JobError | None = None
     # What the pipeline said it did (completed jobs); None from a server that does not say.
@@ -175,6 +188,31 @@ class Upload(APIModel):
     height: int
 
 
+# Models (extension)
+
+
+class SettingRange(APIModel):
+    min: float
+    max: float
+    # What the model runs at medium quality.
+    default: float | None = None
+
+
+class ServedModel(APIModel):
+    """A model the deployment serves for one operation (`GET /v1/models`)."""
+
+    id: str
+    operation: str
+    kind: str
+    default: bool
+    licence: str
+    steps: SettingRange | None = None
+    guidance: SettingRange | None = None
+    negative_prompt: bool
+    loras: list[str]
+    mask: bool
+
+
 class PlanLimits(APIModel):
     video: bool
     max_inflight_images: int
@@ -201,6 +239,22 @@ class Account(APIModel):
 # Request bodies
 
 
+class Webhook(RequestBody):
+    """Where a job's events are POSTed, signed with the account's webhook secret
+    (`client.webhooks.rotate_account_secret()`); `events` among started, progress, completed,
+    failed (the server's default: completed and failed)."""
+
+    url: str
+    events: list[str] | None = None
+
+
+class Adapter(RequestBody):
+    """A LoRA adapter installed for the model (`ServedModel.loras`), at `scale` 0..2."""
+
+    name: str
+    scale: float | None = None
+
+
 class GenerateRequest(RequestBody):
     prompt: str
     aspect_ratio: str | None = None
@@ -209,6 +263,13 @@ class GenerateRequest(RequestBody):
     style_id: str | None = None
     references: list[str] | None = None
     variations: int | None = None
+    seed: int | None = None
+    negative_prompt: str | None = None
+    steps: int | None = None
+    guidance: float | None = None
+    model: str | None = None
+    loras: list[Adapter] | None = None
+    webhook: Webhook | None = None
 
 
 class EditRequest(RequestBody):
@@ -216,17 +277,29 @@ class EditRequest(RequestBody):
     prompt: str
     style_id: str | None = None
     references: list[str] | None = None
+    seed: int | None = None
+    negative_prompt: str | None = None
+    steps: int | None = None
+    guidance: float | None = None
+    model: str | None = None
+    loras: list[Adapter] | None = None
+    mask: str | None = None
+    webhook: Webhook | None = None
 
 
 class ResizeRequest(RequestBody):
     image_id: str
     aspect_ratio: str
     resolution: str | None = None
+    seed: int | None = None
+    webhook: Webhook | None = None
 
 
 class UpscaleRequest(RequestBody):
     image_id: str
     resolution: str
+    seed: int | None = None
+    webhook: Webhook | None = None
 
 
 class ImageToVideoRequest(RequestBody):
@@ -236,6 +309,8 @@ class ImageToVideoRequest(RequestBody):
     resolution: str | None = None
     audio: bool | None = None
     negative_prompt: str | None = None
+    seed: int | None = None
+    webhook: Webhook | None = None
 
 
 class FramesRequest(RequestBody):
@@ -247,10 +322,13 @@ class FramesRequest(RequestBody):
     resolution: str | None = None
     audio: bool | None = None
     negative_prompt: str | None = None
+    seed: int | None = None
+    webhook: Webhook | None = None
 
 
 class ExtractRequest(RequestBody):
     url: str
+    webhook: Webhook | None = None
 
 
 class SearchRequest(RequestBody):
@@ -265,3 +343,45 @@ class LinkAssetsRequest(RequestBody):
 class PresignRequest(RequestBody):
     filename: str
     content_type: str
+
+
+# Webhooks
+
+
+class WebhookEndpoint(APIModel):
+    id: str
+    url: str
+    events: list[str]
+    created_at: str
+    disabled_at: str | None
+    disabled_reason: str | None
+    # Only in the answer that made it (or rotated it).
+    secret: str | None = None
+
+
+class WebhookSecret(APIModel):
+    secret: str
+
+
+class WebhookAttempt(APIModel):
+    attempted_at: str
+    status_code: int | None
+    error: str | None
+    duration_seconds: float
+
+
+class WebhookDelivery(APIModel):
+    id: str
+    event: str
+    url: str
+    endpoint_id: str | None
+    status: str
+    created_at: str
+    finished_at: str | None
+    next_attempt_at: str | None
+    attempts: list[WebhookAttempt]
+
+
+class CreateWebhookRequest(RequestBody):
+    url: str
+    events: list[str] | None = None

@@ -7,10 +7,12 @@ from types import TracebackType
 from sfumato_client._async.account import AsyncAccount
 from sfumato_client._async.images import AsyncImages
 from sfumato_client._async.jobs import AsyncJobs
+from sfumato_client._async.models import AsyncModels
 from sfumato_client._async.styles import AsyncStyles
 from sfumato_client._async.transport import AsyncTransport
 from sfumato_client._async.uploads import AsyncUploads
 from sfumato_client._async.videos import AsyncVideos
+from sfumato_client._async.webhooks import AsyncWebhooks
 from sfumato_client._http import DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT
 
 
@@ -35,6 +37,8 @@ class AsyncClient:
         self.videos = AsyncVideos(self._transport, self.jobs, self.uploads)
         self.styles = AsyncStyles(self._transport, self.jobs, self.uploads)
         self.account = AsyncAccount(self._transport)
+        self.models = AsyncModels(self._transport)
+        self.webhooks = AsyncWebhooks(self._transport)
 
     async def close(self) -> None:
         await self._transport.close()

@@ -16,14 +16,15 @@ from sfumato_client.models import (
     Style,
     StyleAsset,
     StyleSummary,
+    Webhook,
 )
 
 
 class AsyncStyles(AsyncCreates):
-    async def extract(self, url: str) -> AsyncJob:
+    async def extract(self, url: str, *, webhook: Webhook | None = None) -> AsyncJob:
         """Starts a style extraction from a website; the completed job's `result.style.id` is
         the new style."""
-        return await self._create("/styles/extract", ExtractRequest(url=url))
+        return await self._create("/styles/extract", ExtractRequest(url=url, webhook=webhook))
 
     async def get_extraction(self, job_id: str, *, wait: bool = False) -> AsyncJob:
         return await self._read(f"/styles/extractions/{job_id}", wait)

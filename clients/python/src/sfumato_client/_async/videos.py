@@ -5,7 +5,7 @@ from __future__ import annotations
 from sfumato_client._async.creates import AsyncCreates
 from sfumato_client._async.jobs import AsyncJob
 from sfumato_client._files import FileInput
-from sfumato_client.models import FramesRequest, ImageToVideoRequest
+from sfumato_client.models import FramesRequest, ImageToVideoRequest, Webhook
 
 
 class AsyncVideos(AsyncCreates):
@@ -18,6 +18,8 @@ class AsyncVideos(AsyncCreates):
         resolution: str | None = None,
         audio: bool | None = None,
         negative_prompt: str | None = None,
+        seed: int | None = None,
+        webhook: Webhook | None = None,
     ) -> AsyncJob:
         """Animates one image (a local file is uploaded first); the clip takes its ratio."""
         body = ImageToVideoRequest(
@@ -27,6 +29,8 @@ class AsyncVideos(AsyncCreates):
             resolution=resolution,
             audio=audio,
             negative_prompt=negative_prompt,
+            seed=seed,
+            webhook=webhook,
         )
         return await self._create("/videos/image-to-video", body)
 
@@ -41,6 +45,8 @@ class AsyncVideos(AsyncCreates):
         resolution: str | None = None,
         audio: bool | None = None,
         negative_prompt: str | None = None,
+        seed: int | None = None,
+        webhook: Webhook | None = None,
     ) -> AsyncJob:
         """A transition from `start_image` to `end_image` (local files uploaded first)."""
         body = FramesRequest(
@@ -52,6 +58,8 @@ class AsyncVideos(AsyncCreates):
             resolution=resolution,
             audio=audio,
             negative_prompt=negative_prompt,
+            seed=seed,
+            webhook=webhook,
         )
         return await self._create("/videos/frames", body)
 

@@ -10,10 +10,12 @@ from sfumato_client._http import DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT
 from sfumato_client._sync.account import Account
 from sfumato_client._sync.images import Images
 from sfumato_client._sync.jobs import Jobs
+from sfumato_client._sync.models import Models
 from sfumato_client._sync.styles import Styles
 from sfumato_client._sync.transport import Transport
 from sfumato_client._sync.uploads import Uploads
 from sfumato_client._sync.videos import Videos
+from sfumato_client._sync.webhooks import Webhooks
 
 
 class Client:
@@ -37,6 +39,8 @@ class Client:
         self.videos = Videos(self._transport, self.jobs, self.uploads)
         self.styles = Styles(self._transport, self.jobs, self.uploads)
         self.account = Account(self._transport)
+        self.models = Models(self._transport)
+        self.webhooks = Webhooks(self._transport)
 
     def close(self) -> None:
         self._transport.close()

@@ -16,7 +16,7 @@ from sfumato_client._files import FileInput, download_paths, job_media
 from sfumato_client._http import LONG_POLL_TIMEOUT, MAX_PAGE_SIZE
 from sfumato_client._sync.transport import Transport
 from sfumato_client._waiting import ProgressCallback, Waiting, event_job, finished, stream_usable
-from sfumato_client.errors import APIConnectionError, JobTimeoutError
+from sfumato_client.errors import APIConnectionError, APIError, JobTimeoutError
 from sfumato_client.models import JobData
 from sfumato_client.sse import SSEDecoder
 
@@ -31,8 +31,12 @@ class Job(JobData):
     ) -> Job:
         """Follows the job until it is terminal and returns it; raises `JobFailedError` when it
         failed and `JobTimeoutError` after `timeout` seconds. `on_progress(job)` sees every
-        update."""
+        update (its `preview_url` too: `save_preview` writes it)."""
         return self._jobs.wait(self.id, timeout=timeout, on_progress=on_progress)
+
+    def save_preview(self, path: FileInput) -> Path | None:
+        """Writes the job's live preview (a JPEG) to `path`; None when it has none now."""
+        return self._jobs.save_preview(self, path)
 
     def download(self, path_or_dir: FileInput = ".") -> builtins.list[Path]:
         """Saves the images or the video of this completed job; returns the paths written."""
@@ -153,6 +157,25 @@ class Jobs:
     def _timed_out(self, job_id: str, waiting: Waiting) -> JobTimeoutError:
         job = waiting.last_job or self.get(job_id)
         return JobTimeoutError(job, waiting.timeout or 0)
+
+    def save_preview(self, job: JobData, path: FileInput) -> Path | None:
+        """Writes the live preview `job` shows (`preview_url`) to `path`, replacing the file at
+        once (a viewer never reads half a picture); None when it shows none. A preview the job
+        has already replaced is gone from the server: None then too."""
+        if not job.preview_url:
+            return None
+        try:
+            response = self._transport.send("GET", job.preview_url, headers={})
+        except APIError as error:
+            if error.status == 404:  # replaced (deleted) since the job was read
+                return None
+            raise
+        target = Path(path)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        partial = target.with_name(f".{target.name}.partial")
+        partial.write_bytes(response.content)
+        partial.replace(target)
+        return target
 
     def download(self, job: JobData, path_or_dir: FileInput = ".") -> builtins.list[Path]:
         """Saves a completed job's images or video (see `_files.download_paths` for where);

@@ -18,14 +18,15 @@ from sfumato_client.models import (
     Style,
     StyleAsset,
     StyleSummary,
+    Webhook,
 )
 
 
 class Styles(Creates):
-    def extract(self, url: str) -> Job:
+    def extract(self, url: str, *, webhook: Webhook | None = None) -> Job:
         """Starts a style extraction from a website; the completed job's `result.style.id` is
         the new style."""
-        return self._create("/styles/extract", ExtractRequest(url=url))
+        return self._create("/styles/extract", ExtractRequest(url=url, webhook=webhook))
 
     def get_extraction(self, job_id: str, *, wait: bool = False) -> Job:
         return self._read(f"/styles/extractions/{job_id}", wait)

@@ -7,7 +7,7 @@ from __future__ import annotations
 from sfumato_client._files import FileInput
 from sfumato_client._sync.creates import Creates
 from sfumato_client._sync.jobs import Job
-from sfumato_client.models import FramesRequest, ImageToVideoRequest
+from sfumato_client.models import FramesRequest, ImageToVideoRequest, Webhook
 
 
 class Videos(Creates):
@@ -20,6 +20,8 @@ class Videos(Creates):
         resolution: str | None = None,
         audio: bool | None = None,
         negative_prompt: str | None = None,
+        seed: int | None = None,
+        webhook: Webhook | None = None,
     ) -> Job:
         """Animates one image (a local file is uploaded first); the clip takes its ratio."""
         body = ImageToVideoRequest(
@@ -29,6 +31,8 @@ class Videos(Creates):
             resolution=resolution,
             audio=audio,
             negative_prompt=negative_prompt,
+            seed=seed,
+            webhook=webhook,
         )
         return self._create("/videos/image-to-video", body)
 
@@ -43,6 +47,8 @@ class Videos(Creates):
         resolution: str | None = None,
         audio: bool | None = None,
         negative_prompt: str | None = None,
+        seed: int | None = None,
+        webhook: Webhook | None = None,
     ) -> Job:
         """A transition from `start_image` to `end_image` (local files uploaded first)."""
         body = FramesRequest(
@@ -54,6 +60,8 @@ class Videos(Creates):
             resolution=resolution,
             audio=audio,
             negative_prompt=negative_prompt,
+            seed=seed,
+            webhook=webhook,
         )
         return self._create("/videos/frames", body)
 

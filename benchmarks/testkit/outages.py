@@ -1,6 +1,6 @@
-"""Dependencies the fault tests can take away and give back: a TCP proxy in front of the shared
-PostgreSQL, a Redis server of the test's own (the shared ones are never touched), and a small disk
-that can be filled."""
+"""Dependencies the fault tests and the chaos soak can take away and give back: a TCP proxy in
+front of the shared PostgreSQL, a Redis server of their own (the shared ones are never touched),
+and a small disk that can be filled."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from pathlib import Path
 
 import redis
 
-from tests.support.service import free_port, wait_until
+from benchmarks.testkit.waits import free_port, wait_until
 
 
 class TcpProxy:

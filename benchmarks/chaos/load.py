@@ -1,4 +1,4 @@
-"""The load of the `chaos` soak, in a process of its own: `python -m benchmarks.chaos_load PLAN`.
+"""The load of the `chaos` soak, in a process of its own: `python -m benchmarks.chaos.load PLAN`.
 
 PLAN is a JSON file: the gateways' base URLs, the accounts' keys, the minutes to run, the fixture
 site's URL, the long-poll bound and where to write the history. Simulated users pick an operation
@@ -6,8 +6,8 @@ at random (generates, some with an `Idempotency-Key` and a deliberate retry, edi
 videos, style extractions, cancels, long-polls, list reads) and send it to a random gateway
 among those that are ready; a request whose gateway is gone (a refused or dropped connection) goes
 again through the other one when that is safe (a read, or a create with its Idempotency-Key).
-Every request and what came of it is one line of the history (JSON), which `benchmarks/chaos.py`
-checks afterwards.
+Every request and what came of it is one line of the history (JSON), which
+`benchmarks/chaos/invariants.py` checks afterwards.
 
 Ready: `/readyz` answered 200 at its last check (every half second), as a load balancer that
 routes by readiness sees it. A gateway that has just (re)started is not ready until its sentence
@@ -34,7 +34,7 @@ from typing import Any, TextIO
 
 import httpx
 
-from tests.support.images import image_bytes
+from benchmarks.testkit.images import image_bytes
 
 USERS_PER_ACCOUNT = 2
 # Operation -> weight.

@@ -1,12 +1,13 @@
-"""A generate pipeline the tests can steer through its prompt, wrapping the real one.
+"""A generate pipeline the tests and benchmarks can steer through its prompt, wrapping the real one.
 
 `[sleep S]` at the start of a prompt makes the job take S seconds in small cancellable steps and
 then paint solid images of the promised size (fast, for tests about the job spine, not pixels);
 a sleep cut short by a cancel is appended to the file `SFUMATO_TEST_PIPELINE_LOG` names (one
 prompt a line, tests/conftest.py sets it for every process of a test run), so that a test, in
-any mode, can wait for the worker to have stopped;
-`[fail]` makes it raise; `[echo-reference]` returns the first reference image resized, to show
-which pixels reached the pipeline. Any other prompt goes to the builtin pipeline untouched.
+any mode, can wait for the worker to have stopped; `[preview]` after a `[sleep S]` shows a live
+preview (a flat colour that warms as it goes) as often as the worker takes one; `[fail]` makes
+it raise; `[echo-reference]` returns the first reference image resized, to show which pixels
+reached the pipeline. Any other prompt goes to the builtin pipeline untouched.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from __future__ import annotations
 import os
 import re
 import time
+from functools import partial
 
 from PIL import Image
 
@@ -24,10 +26,16 @@ from pipelines.base import (
     ImageOutput,
     JobControl,
     VideoOutput,
+    offer_preview,
 )
 from pipelines.builtin.animate import BuiltinAnimate
 from pipelines.builtin.generate import BuiltinGenerate
 
+# `SFUMATO_PIPELINES` for a service that runs these in place of the builtin generate and animate.
+STEERABLE_PIPELINES = (
+    "generate=benchmarks.testkit.pipelines:ControllableGenerate,"
+    "animate=benchmarks.testkit.pipelines:ControllableAnimate"
+)
 SLEEP = re.compile(r"^\[sleep (\d+(?:\.\d+)?)\]")
 
 
@@ -50,9 +58,13 @@ class ControllableGenerate:
             return self.real.run(inputs, control)
         seconds = float(match.group(1))
         deadline = time.monotonic() + seconds
+        previews = "[preview]" in inputs.prompt
         try:
             while time.monotonic() < deadline:
-                control.progress(1 - (deadline - time.monotonic()) / max(seconds, 1e-9))
+                fraction = 1 - (deadline - time.monotonic()) / max(seconds, 1e-9)
+                control.progress(fraction)
+                if previews:
+                    offer_preview(control, partial(_preview_picture, fraction))
                 time.sleep(0.02)
             control.progress(1.0)
         except Cancelled:
@@ -64,6 +76,10 @@ class ControllableGenerate:
                 for index in range(inputs.variations)
             ]
         )
+
+
+def _preview_picture(fraction: float) -> Image.Image:
+    return Image.new("RGB", (160, 90), (round(255 * fraction), 90, 160))
 
 
 def _log_cancelled(prompt: str) -> None:
