@@ -159,7 +159,9 @@ async def accept_invitation(request: Request, token: str) -> Response:
         return _invitation_not_valid(request)
     except accounts.AccountError as error:
         return _invitation_form(request, token, account.email, str(error), 400)
-    started = await anyio.to_thread.run_sync(sessions.start, db, account.id)
+    settings = runtime_of(request).services.settings
+    absolute = timedelta(hours=settings.session_absolute_hours)
+    started = await anyio.to_thread.run_sync(sessions.start, db, account.id, absolute)
     response = see_other(f"{PREFIX}/jobs")
     set_session_cookie(request, response, started.token)
     return response
