@@ -14,12 +14,12 @@ import pytest
 from PIL import Image
 from playwright.sync_api import BrowserContext, expect
 
+from benchmarks.testkit.images import image_bytes
 from core.accounts import api_keys, authentication
 from core.ids import new_id
 from core.tables import Style
 from tests.dashboard.conftest import Person, screenshot, sign_in
 from tests.support.http_jobs import create, wait_done
-from tests.support.images import image_bytes
 from tests.support.service import Service
 from workers.storing import OutputStore
 
