@@ -179,8 +179,9 @@ def test_generate_from_the_form_and_watch_the_progress_reach_the_image(
     page.wait_for_function(
         f"() => document.querySelector('img[data-preview]')?.getAttribute('src') !== {first!r}"
     )
-    # ...and the finished image replaces it.
-    image = page.get_by_role("img", name=re.compile("lighthouse"))
+    # ...and the finished image replaces it (the preview's name says "Live preview", the
+    # image's does not).
+    image = page.get_by_role("img", name=re.compile(r"^(?!Live preview).*lighthouse"))
     expect(image).to_be_visible(timeout=60_000)
     page.wait_for_function(
         "() => [...document.images].every(i => i.complete && i.naturalWidth > 0)"
