@@ -149,6 +149,19 @@ class DashboardSession(Base):
     expires_at: Mapped[datetime] = mapped_column(UTCDateTime, index=True)
 
 
+class Invitation(Base):
+    """A one-time sign-in link that sets a new account's password: the link carries a secret
+    whose hash is kept here; used once, or never after `expires_at`."""
+
+    __tablename__ = "invitations"
+
+    id: Mapped[str] = mapped_column(String(36), primary_key=True, default=new_id)
+    account_id: Mapped[str] = mapped_column(ForeignKey("accounts.id"), index=True)
+    token_hash: Mapped[str] = mapped_column(String(64), unique=True)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    expires_at: Mapped[datetime] = mapped_column(UTCDateTime)
+
+
 class Thumbnail(Base):
     """A small rendition of an image, made once from the media row and stored beside it."""
 

@@ -100,6 +100,12 @@ def _request_base_url(request: Request) -> str:
     return base_url
 
 
+def public_base_url(request: Request) -> str:
+    """Where people reach the service (an invitation's link): the configured public URL, else
+    the request's own."""
+    return runtime_of(request).services.settings.public_url or _request_base_url(request)
+
+
 def files_base_url(request: Request) -> str:
     """Where the URLs of stored files point: the configured files origin, else the configured
     public URL; only a deployment that sets neither takes the request's own `Host` header."""

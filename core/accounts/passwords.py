@@ -1,5 +1,6 @@
-"""Dashboard passwords: set (argon2; every session of the account ends), changed by their
-owner, checked at sign-in in the same time whether or not the email is known."""
+"""Dashboard passwords: set (argon2; every session of the account ends), given with a new
+account, changed by their owner, checked at sign-in in the same time whether or not the email
+is known."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError
 
 from core.accounts import repository
-from core.accounts.service import AccountError
+from core.accounts.service import AccountError, add_account
 from core.db import Database
 from core.sessions import repository as sessions_repository
 from core.tables import Account
@@ -32,13 +33,29 @@ def _unknown_account_hash() -> str:
     return PASSWORDS.hash(secrets.token_urlsafe(16))
 
 
-def set_password(db: Database, email: str, password: str) -> Account:
-    """Set the account's dashboard password (argon2); every session of the account ends."""
+def hash_new_password(password: str) -> str:
+    """The argon2 hash of a password being set, within the length rules."""
     if len(password) < MIN_PASSWORD_LENGTH:
         raise AccountError(f"a password needs at least {MIN_PASSWORD_LENGTH} characters")
     if len(password) > MAX_PASSWORD_LENGTH:
         raise AccountError(f"a password has at most {MAX_PASSWORD_LENGTH} characters")
-    password_hash = PASSWORDS.hash(password)
+    return PASSWORDS.hash(password)
+
+
+def create_with_password(
+    db: Database, email: str, plan_id: str, credits_granted: int, password: str
+) -> Account:
+    """A new account that can sign in to the dashboard at once (the admin page's create)."""
+    password_hash = hash_new_password(password)
+    with db.write() as session:
+        account = add_account(session, email, plan_id, credits_granted)
+        account.password_hash = password_hash
+        return account
+
+
+def set_password(db: Database, email: str, password: str) -> Account:
+    """Set the account's dashboard password (argon2); every session of the account ends."""
+    password_hash = hash_new_password(password)
     with db.write() as session:
         account = repository.account_by_email(session, email.strip().lower())
         if account is None:

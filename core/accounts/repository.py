@@ -5,12 +5,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import datetime
 
-from sqlalchemy import Connection, Row, bindparam, select, update
+from sqlalchemy import Connection, Row, bindparam, delete, select, update
 from sqlalchemy.orm import Session
 
 from core.pagination import newest_first
 from core.service_config import PlanConfig
-from core.tables import Account, ApiKey, Plan
+from core.tables import Account, ApiKey, Invitation, Plan
 
 
 def upsert_plan(session: Session, plan_id: str, config: PlanConfig) -> None:
@@ -150,3 +150,25 @@ def caller_by_key_hash(connection: Connection, key_hash: str) -> CallerRow | Non
 
 def touch_key(session: Session, key_id: str, moment: datetime) -> None:
     session.execute(update(ApiKey).where(ApiKey.id == key_id).values(last_used_at=moment))
+
+
+def add_invitation(session: Session, invitation: Invitation) -> Invitation:
+    session.add(invitation)
+    session.flush()
+    return invitation
+
+
+def live_invitation(
+    session: Session, token_hash: str, moment: datetime, *, for_update: bool = False
+) -> tuple[Invitation, Account] | None:
+    query = (
+        select(Invitation, Account)
+        .join(Account, Account.id == Invitation.account_id)
+        .where(Invitation.token_hash == token_hash, Invitation.expires_at > moment)
+    )
+    found = session.execute(query.with_for_update() if for_update else query).first()
+    return None if found is None else (found[0], found[1])
+
+
+def remove_invitations_of(session: Session, account_id: str) -> None:
+    session.execute(delete(Invitation).where(Invitation.account_id == account_id))

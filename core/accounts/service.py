@@ -42,17 +42,25 @@ def sync_plans(db: Database, config: ServiceConfig) -> None:
 
 
 def create_account(db: Database, email: str, plan_id: str, credits_granted: int) -> Account:
+    with db.write() as session:
+        return add_account(session, email, plan_id, credits_granted)
+
+
+def add_account(session: Session, email: str, plan_id: str, credits_granted: int) -> Account:
+    """A new account in the caller's transaction (the rules of every way to create one: the
+    command line, the admin page, an invitation)."""
     email = email.strip().lower()
+    if "@" not in email.strip("@") or any(character.isspace() for character in email):
+        raise AccountError(f"{email or 'an empty email'} is not an email address")
     if credits_granted < 0:
         raise AccountError("credits must not be negative")
-    with db.write() as session:
-        _check_plan(session, plan_id)
-        if repository.account_by_email(session, email) is not None:
-            raise AccountError(f"an account for {email} exists already")
-        account = repository.add_account(session, email, plan_id)
-        if credits_granted:
-            credits.grant(session, account.id, credits_granted, "initial grant")
-        return account
+    _check_plan(session, plan_id)
+    if repository.account_by_email(session, email) is not None:
+        raise AccountError(f"an account for {email} exists already")
+    account = repository.add_account(session, email, plan_id)
+    if credits_granted:
+        credits.grant(session, account.id, credits_granted, "initial grant")
+    return account
 
 
 def _check_plan(session: Session, plan_id: str) -> None:

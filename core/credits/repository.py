@@ -5,11 +5,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import datetime
 
-from sqlalchemy import select, update
+from sqlalchemy import or_, select, update
 from sqlalchemy.orm import Session
 
 from core.pagination import newest_first
-from core.tables import Account, CreditEntry
+from core.tables import Account, CreditEntry, JobRow
 
 
 def take(session: Session, account_id: str, amount: int) -> int | None:
@@ -66,12 +66,34 @@ def entries_of(session: Session, account_id: str) -> Sequence[CreditEntry]:
     ).all()
 
 
-def entries_page(
+def line_heads_page(
     session: Session, account_id: str, after: tuple[datetime, str] | None, limit: int
 ) -> Sequence[CreditEntry]:
-    """Newest first, keyset on (created_at, id)."""
-    query = select(CreditEntry).where(CreditEntry.account_id == account_id)
+    """The movements that begin a line of the ledger, newest first, keyset on (created_at, id):
+    a job's reservation (its first movement) and every movement of no job (a grant)."""
+    query = select(CreditEntry).where(
+        CreditEntry.account_id == account_id,
+        or_(CreditEntry.job_id.is_(None), CreditEntry.kind == "reserve"),
+    )
     return newest_first(session, query, CreditEntry, after, limit)
+
+
+def movements_of_jobs(session: Session, job_ids: Sequence[str]) -> Sequence[CreditEntry]:
+    """Every movement of these jobs, oldest first."""
+    if not job_ids:
+        return []
+    return session.scalars(
+        select(CreditEntry)
+        .where(CreditEntry.job_id.in_(job_ids))
+        .order_by(CreditEntry.created_at, CreditEntry.id)
+    ).all()
+
+
+def jobs_by_ids(session: Session, job_ids: Sequence[str]) -> Sequence[JobRow]:
+    """The jobs the ledger names (deleted ones too: their rows stay for it)."""
+    if not job_ids:
+        return []
+    return session.scalars(select(JobRow).where(JobRow.id.in_(job_ids))).all()
 
 
 def spending_since(

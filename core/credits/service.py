@@ -6,7 +6,8 @@ job transition that causes it, so a job is charged once however often its task i
 
 from __future__ import annotations
 
-from datetime import date, timedelta
+from dataclasses import dataclass
+from datetime import date, datetime, timedelta
 
 from sqlalchemy.orm import Session
 
@@ -15,7 +16,7 @@ from core.credits import repository
 from core.db import Database
 from core.errors import DomainError
 from core.pagination import decode_cursor, page_of
-from core.tables import CreditEntry
+from core.tables import CreditEntry, JobRow
 
 
 class InsufficientCredits(DomainError):
@@ -62,13 +63,50 @@ def grant(session: Session, account_id: str, amount: int, reason: str) -> None:
     repository.add_entry(session, account_id, "grant", amount, after, reason=reason)
 
 
+@dataclass(frozen=True)
+class LedgerLine:
+    """One line of the ledger as a person reads it: a job with all its movements (reserve, then
+    settle or refund), or one movement of no job (a grant)."""
+
+    movements: list[CreditEntry]
+    job: JobRow | None
+
+    @property
+    def created_at(self) -> datetime:
+        return self.movements[0].created_at
+
+    @property
+    def amount(self) -> int:
+        """What the line did to the balance, all its movements together."""
+        return sum(movement.amount for movement in self.movements)
+
+    @property
+    def last(self) -> CreditEntry:
+        return self.movements[-1]
+
+
 def ledger_page(
     db: Database, account_id: str, cursor: str | None, limit: int
-) -> tuple[list[CreditEntry], str | None]:
-    """One page of the ledger, newest first, and the next cursor. Raises BadCursor."""
+) -> tuple[list[LedgerLine], str | None]:
+    """One page of the ledger's lines, newest first (by each line's first movement), and the
+    next cursor. Raises BadCursor."""
     after = decode_cursor(cursor) if cursor else None
     with db.read() as session:
-        return page_of(list(repository.entries_page(session, account_id, after, limit + 1)), limit)
+        heads, next_cursor = page_of(
+            list(repository.line_heads_page(session, account_id, after, limit + 1)), limit
+        )
+        job_ids = [head.job_id for head in heads if head.job_id is not None]
+        movements: dict[str, list[CreditEntry]] = {}
+        for movement in repository.movements_of_jobs(session, job_ids):
+            movements.setdefault(movement.job_id or "", []).append(movement)
+        jobs = {job.id: job for job in repository.jobs_by_ids(session, job_ids)}
+    lines = [
+        LedgerLine(movements[head.job_id], jobs.get(head.job_id))
+        if head.job_id is not None
+        else LedgerLine([head], None)
+        for head in heads
+    ]
+    return lines, next_cursor
 
 
 def daily_spending(db: Database, account_id: str, days: int = 30) -> list[tuple[date, int]]:

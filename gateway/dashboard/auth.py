@@ -1,4 +1,5 @@
-"""Signing in and out, and changing one's password.
+"""Signing in and out, changing one's password, and the invitation link that sets a new
+account's password and signs its owner in.
 
 The sign-in form is protected against cross-site posts by a double-submit token (a cookie and a
 hidden field that must match), since there is no session yet to hold a CSRF token, and its post
@@ -14,7 +15,7 @@ from typing import Annotated
 import anyio
 from fastapi import APIRouter, Query, Request, Response
 
-from core.accounts import passwords
+from core.accounts import invitations, passwords
 from core.accounts import service as accounts
 from core.sessions import service as sessions
 from gateway.dashboard.web import (
@@ -110,6 +111,59 @@ async def sign_in(request: Request) -> Response:
     response = see_other(next_path)
     set_session_cookie(request, response, started.token)
     delete_cookie(request, response, SIGNIN_COOKIE)
+    return response
+
+
+def _invitation_form(
+    request: Request, token: str, email: str, message: str = "", status: int = 200
+) -> Response:
+    return render(
+        request, "invitation.html", status, user=None, token=token, email=email, message=message
+    )
+
+
+def _invitation_not_valid(request: Request) -> Response:
+    return render(
+        request,
+        "error.html",
+        404,
+        title="This invitation link is not valid",
+        message="It was used already, or it expired. Ask your administrator for a new one.",
+        back=f"{PREFIX}/sign-in",
+    )
+
+
+@router.get("/invitations/{token}")
+def invitation_page(request: Request, token: str) -> Response:
+    account = invitations.invited_account(runtime_of(request).services.db, token)
+    if account is None:
+        return _invitation_not_valid(request)
+    return _invitation_form(request, token, account.email)
+
+
+@router.post("/invitations/{token}")
+async def accept_invitation(request: Request, token: str) -> Response:
+    """The link's own secret is what this form proves it came from (there is no session yet);
+    it works once."""
+    form = await read_form(request)
+    password = str(form.get("password") or "")
+    db = runtime_of(request).services.db
+    account = await anyio.to_thread.run_sync(invitations.invited_account, db, token)
+    if account is None:
+        return _invitation_not_valid(request)
+    if password != str(form.get("repeat") or ""):
+        return _invitation_form(request, token, account.email, "The two passwords differ.", 400)
+    try:
+        account = await anyio.to_thread.run_sync(invitations.accept, db, token, password)
+    except invitations.InvitationNotValid:
+        return _invitation_not_valid(request)
+    except accounts.AccountError as error:
+        return _invitation_form(request, token, account.email, str(error), 400)
+    settings = runtime_of(request).services.settings
+    absolute = timedelta(hours=settings.session_absolute_hours)
+    started = await anyio.to_thread.run_sync(sessions.start, db, account.id, absolute)
+    response = see_other(f"{PREFIX}/jobs")
+    set_session_cookie(request, response, started.token)
     return response
 
 

@@ -5,6 +5,7 @@ Idempotency-Key, so a double-clicked submit makes one job. The browser lands on 
 
 from __future__ import annotations
 
+import json
 import secrets
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -35,9 +36,12 @@ from core.jobs.requests import (
     ResizeRequest,
     UpscaleRequest,
 )
+from core.prices import generate_price, image_price, video_price
+from core.service_config import Prices
+from core.sizes import resolution_of
 from core.styles import service as styles_service
 from core.uploads import service as uploads_service
-from gateway.dashboard.gallery import Gallery
+from gateway.dashboard.gallery import Gallery, ImageView, JobCard
 from gateway.dashboard.jobs import gallery_for
 from gateway.dashboard.web import (
     PREFIX,
@@ -107,6 +111,113 @@ class Choice:
     label: str
     thumbnail_url: str
     generated: bool
+    width: int
+    height: int
+
+
+@dataclass(frozen=True)
+class FormPrices:
+    """A form's price for every choice it offers, from core/prices.py: keyed by the values of
+    the form's priced fields joined with "|", for the page to show before the form is sent."""
+
+    fields: tuple[str, ...]
+    table: dict[str, int]
+    defaults: tuple[str, ...]
+
+    @property
+    def json(self) -> str:
+        return json.dumps(self.table, separators=(",", ":"))
+
+    def text(self, values: dict[str, Any]) -> str:
+        """The price of the form as it is shown (its defaults, or what was sent)."""
+        key = "|".join(
+            str(values.get(name) or default)
+            for name, default in zip(self.fields, self.defaults, strict=True)
+        )
+        price = self.table.get(key)
+        return "—" if price is None else f"{price} credit{'' if price == 1 else 's'}"
+
+
+def _seconds(low: float, high: float) -> list[str]:
+    """The durations a video form's field steps through (half seconds), as keys."""
+    return [f"{tenths / 10:g}" for tenths in range(int(low * 10), int(high * 10) + 1, 5)]
+
+
+def form_prices(prices: Prices, generated: list[Choice]) -> dict[str, FormPrices]:
+    """Every create form's prices (an edit is priced by the size of the image it edits)."""
+    qualities, image_resolutions = CHOICES["qualities"], CHOICES["image_resolutions"]
+    video_resolutions = CHOICES["video_resolutions"]
+    return {
+        "generate": FormPrices(
+            ("quality", "resolution", "variations"),
+            {
+                f"{quality}|{resolution}|{variations}": generate_price(
+                    prices, quality, resolution, variations
+                )
+                for quality in qualities
+                for resolution in image_resolutions
+                for variations in range(1, 5)
+            },
+            ("medium", "1K", "1"),
+        ),
+        "edit": FormPrices(
+            ("image",),
+            {
+                choice.id: image_price(prices, "edit", resolution_of(choice.width, choice.height))
+                for choice in generated
+            },
+            ("",),
+        ),
+        "reframe": FormPrices(
+            ("resolution",),
+            {
+                resolution: image_price(prices, "reframe", resolution)
+                for resolution in image_resolutions
+            },
+            ("1K",),
+        ),
+        "upscale": FormPrices(
+            ("resolution",),
+            {
+                resolution: image_price(prices, "upscale", resolution)
+                for resolution in image_resolutions
+            },
+            ("2K",),
+        ),
+        "animate": FormPrices(
+            ("resolution", "duration"),
+            {
+                f"{resolution}|{seconds}": video_price(
+                    prices, "animate", resolution, float(seconds)
+                )
+                for resolution in video_resolutions
+                for seconds in _seconds(1, 15)
+            },
+            ("720p", "6"),
+        ),
+        "frames": FormPrices(
+            ("resolution", "duration"),
+            {
+                f"{resolution}|{seconds}": video_price(
+                    prices, "transition", resolution, float(seconds)
+                )
+                for resolution in video_resolutions
+                for seconds in _seconds(4, 15)
+            },
+            ("720p", "6"),
+        ),
+    }
+
+
+def _generated_label(card: JobCard, image: ImageView) -> str:
+    """A generated image by its prompt; one made without a prompt (a reframe, an upscale) by
+    its size and when it was made."""
+    if card.prompt:
+        return f"{card.operation_label}: {card.prompt[:60]}"
+    return (
+        f"{card.operation_label} {image.width}\u00d7{image.height}, "
+        f"{card.created_at:%Y-%m-%d %H:%M}"
+    )
 
 
 def image_choices(page: Page, gallery: Gallery) -> list[Choice]:
@@ -120,7 +231,14 @@ def image_choices(page: Page, gallery: Gallery) -> list[Choice]:
         24,
     )
     choices = [
-        Choice(image.id, f"{card.operation_label}: {card.prompt[:60]}", image.thumbnail_url, True)
+        Choice(
+            image.id,
+            _generated_label(card, image),
+            image.thumbnail_url,
+            True,
+            image.width,
+            image.height,
+        )
         for card in gallery.cards(jobs)
         for image in card.images
     ]
@@ -136,6 +254,8 @@ def image_choices(page: Page, gallery: Gallery) -> list[Choice]:
             f"{media.created_at:%Y-%m-%d %H:%M}",
             thumbnail_urls[media.id],
             False,
+            media.width or 0,
+            media.height or 0,
         )
         for media in uploads
     ]
@@ -145,6 +265,7 @@ def image_choices(page: Page, gallery: Gallery) -> list[Choice]:
 def create_page(page: Page, status: int = 200, **context: Any) -> Response:
     styles, _ = styles_service.list_page(page.services.db, page.user.account_id, None, 50)
     choices = image_choices(page, gallery_for(page))
+    generated = [choice for choice in choices if choice.generated]
     served = page.runtime.creation.served
     return page.render(
         "create.html",
@@ -152,7 +273,8 @@ def create_page(page: Page, status: int = 200, **context: Any) -> Response:
         nav="create",
         styles=styles,
         choices=choices,
-        generated=[choice for choice in choices if choice.generated],
+        generated=generated,
+        prices=form_prices(page.services.config.prices, generated),
         form_token=secrets.token_urlsafe(24),
         values=context.pop("values", {}),
         # The Advanced part's model choices: the same list as GET /v1/models.

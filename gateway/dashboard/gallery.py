@@ -1,5 +1,6 @@
 """Jobs as the dashboard shows them: cards with thumbnails (never the originals in a grid),
-video posters, prompt, status, progress, where a job in flight stands, and credits."""
+video posters, prompt, status, progress, where a job in flight stands, credits and the
+pipeline's notes."""
 
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ from core.services import Services
 from core.tables import JobRow
 from core.thumbnails import service as thumbnails
 from gateway.dashboard.web import PREFIX
-from gateway.jobs.presenter import progress_of
+from gateway.jobs.presenter import notes_of, progress_of
 from gateway.signing import UrlSigner
 
 TYPE_LABELS = {
@@ -74,6 +75,8 @@ class JobCard:
     credits: int
     in_flight: bool
     error: str | None = None
+    # What the pipeline said of the result (what it drew, what it could not): the API's notes.
+    notes: list[str] = field(default_factory=list)
     # Where a job in flight stands, in words ("#2 in queue, starts in about 40 s").
     standing: str = ""
     images: list[ImageView] = field(default_factory=list)
@@ -108,7 +111,8 @@ def _in_about(moment: datetime | None, now: datetime) -> str:
     return f"in about {seconds:.0f} s" if seconds < 120 else f"in about {seconds / 60:.0f} min"
 
 
-def _prompt(inputs: dict[str, Any]) -> str:
+def prompt_of(inputs: dict[str, Any]) -> str:
+    """What a person asked for: the prompt, or the address of a style extraction."""
     return str(inputs.get("prompt") or inputs.get("url") or "")
 
 
@@ -156,11 +160,12 @@ class Gallery:
                 operation_label=OPERATION_LABELS.get(job.operation, job.operation),
                 status=job.status,
                 progress=progress_of(job),
-                prompt=_prompt(job.inputs),
+                prompt=prompt_of(job.inputs),
                 created_at=job.created_at,
                 credits=job.credits_reserved,
                 in_flight=job.status in IN_FLIGHT,
                 error=(job.error or {}).get("message") if job.status == JobStatus.FAILED else None,
+                notes=notes_of(job),
                 standing=standing_text(job.status, self.standings.of(job), now),
             )
             result = results.get(job.id)

@@ -1,4 +1,5 @@
-"""The jobs gallery, one job's page, its live progress, cancel, and thumbnails."""
+"""The jobs gallery, one job's page, its live progress and poster, cancel, delete, and
+thumbnails."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from fastapi import APIRouter, Header, Query, Response
 from fastapi.responses import RedirectResponse, StreamingResponse
 
 from core.jobs import service as jobs_service
-from core.jobs.contract import JobStatus, JobType
+from core.jobs.contract import JobStatus, JobType, VideoResult, result_of
 from core.thumbnails import service as thumbnails
 from core.webhooks import service as webhooks
 from gateway.dashboard.gallery import Gallery
@@ -25,7 +26,13 @@ from gateway.dashboard.web import (
 )
 from gateway.dependencies import url_signer_for
 from gateway.jobs.events import JobEventStream, is_repeat_of_terminal
-from gateway.jobs.presenter import JobPresenter, add_standing, preview_of, progress_of
+from gateway.jobs.presenter import (
+    JobLike,
+    JobPresenter,
+    add_standing,
+    preview_of,
+    progress_of,
+)
 from gateway.jobs.reads import JobReads
 from gateway.responses import JsonResponse
 
@@ -54,6 +61,7 @@ def _not_found(page: Page) -> Response:
 @router.get("/jobs")
 def jobs_page(
     page: PageDep,
+    done: Annotated[str, Query(max_length=16)] = "",
     kind: Annotated[str, Query(alias="type", max_length=16)] = "",
     status: Annotated[str, Query(max_length=16)] = "",
     cursor: Annotated[str | None, Query(max_length=512)] = None,
@@ -74,17 +82,22 @@ def jobs_page(
         status_filters=STATUS_FILTERS,
         next_cursor=next_cursor,
         limit=limit,
+        notice="The job was deleted." if done == "deleted" else None,
     )
 
 
-@router.get("/jobs/{job_id}")
-def job_page(page: PageDep, job_id: str) -> Response:
+def _job_page(page: Page, job_id: str, status: int = 200, **context: str) -> Response:
     job = jobs_service.get_owned(page.services.db, page.user.account_id, job_id)
     if job is None:
         return _not_found(page)
     card = gallery_for(page).cards([job], originals=True)[0]
     deliveries = webhooks.deliveries_of_job(page.services.db, page.user.account_id, job_id)
-    return page.render("job.html", nav="jobs", card=card, deliveries=deliveries)
+    return page.render("job.html", status, nav="jobs", card=card, deliveries=deliveries, **context)
+
+
+@router.get("/jobs/{job_id}")
+def job_page(page: PageDep, job_id: str) -> Response:
+    return _job_page(page, job_id)
 
 
 @router.get("/jobs/{job_id}/card")
@@ -128,6 +141,34 @@ async def job_events(
     )
 
 
+@router.get("/jobs/{job_id}/poster")
+async def job_poster(page: PageDep, job_id: str) -> Response:
+    """A finished video's poster URL, once the worker has attached it: it is made just after
+    the job completes, so the card swapped in at completion may come without one. A long-poll
+    on the job's events (about `wait_seconds`); `posterUrl` null if it has not come by then."""
+
+    def settled(job: JobLike) -> bool:
+        """Nothing more to wait for: the poster is there, or no poster is coming."""
+        awaiting = job.status == JobStatus.COMPLETED and job.type == JobType.VIDEO_GENERATE
+        return not awaiting or _poster_key(job) is not None
+
+    job = await _reads(page).read_when(page.user.account_id, job_id, ALL_TYPES, settled)
+    if job is None:
+        return JsonResponse({"error": "not found"}, status_code=404)
+    key = _poster_key(job)
+    return JsonResponse(
+        {"posterUrl": url_signer_for(page.request).url(key) if key else None},
+        headers={"Cache-Control": "no-store"},
+    )
+
+
+def _poster_key(job: JobLike) -> str | None:
+    if job.status != JobStatus.COMPLETED or job.result is None:
+        return None
+    result = result_of(job.type, job.result)
+    return result.video.thumbnail_key if isinstance(result, VideoResult) else None
+
+
 @router.get("/jobs/{job_id}/progress")
 async def job_progress(page: PageDep, job_id: str) -> Response:
     """Status, progress and standing (the API's fields) as one JSON read, for a browser whose
@@ -155,6 +196,15 @@ def cancel_job(page: PostedDep, job_id: str) -> Response:
     if job is None:
         return _not_found(page)
     return see_other(f"{PREFIX}/jobs/{job_id}")
+
+
+@router.post("/jobs/{job_id}/delete")
+def delete_job(page: PostedDep, job_id: str) -> Response:
+    """The API's DELETE /v1/jobs/{id}, after the box that confirms it was ticked."""
+    if page.field("confirm") != "yes":
+        return _job_page(page, job_id, 400, message="Tick the box to confirm the deletion.")
+    jobs_service.delete(page.services, page.user.account_id, job_id)
+    return see_other(f"{PREFIX}/jobs?done=deleted")
 
 
 @router.get("/media/{media_id}/thumbnail")

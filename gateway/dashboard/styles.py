@@ -11,6 +11,7 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Query, Response
 
+from core.prices import extract_style_price
 from core.styles import assets as style_assets
 from core.styles import search as style_search
 from core.styles import service as styles_service
@@ -65,12 +66,38 @@ def _swatches(style: Style) -> list[Swatch]:
     return [_swatch(colour) for colour in colours_of(style.colours)]
 
 
+# CSS's generic families: keywords, which a quoted name would turn into a font nobody has.
+GENERIC_FAMILIES = {
+    "serif",
+    "sans-serif",
+    "monospace",
+    "cursive",
+    "fantasy",
+    "system-ui",
+    "ui-serif",
+    "ui-sans-serif",
+    "ui-monospace",
+    "ui-rounded",
+    "math",
+    "emoji",
+}
+
+
+def css_font_family(family: str) -> str:
+    """A `font-family` value for a specimen in the brand's font where this browser has it: a
+    generic family as its keyword, else the name quoted (quotes, backslashes and CSS's
+    punctuation removed) before the dashboard's own fallback."""
+    if family.strip().lower() in GENERIC_FAMILIES:
+        return family.strip().lower()
+    name = re.sub(r"[\"'\\;<>{}]", "", family).strip()
+    return f'"{name}", system-ui, sans-serif'
+
+
 def _specimens(style: Style) -> list[dict[str, Any]]:
     return [
         {
             "family": item.font_family,
-            # A family name only, quoted for CSS; quotes and backslashes removed.
-            "css_family": re.sub(r"[\"'\\;<>{}]", "", item.font_family),
+            "css_family": css_font_family(item.font_family),
             "weight": item.weight or "regular",
             "css_weight": WEIGHTS.get(str(item.weight), 400),
             "transform": item.text_transform or "none",
@@ -103,13 +130,14 @@ def _styles_page(page: Page, status: int = 200, **context: Any) -> Response:
         styles=summaries,
         next_cursor=next_cursor,
         form_token=secrets.token_urlsafe(24),
+        extract_price=extract_style_price(page.services.config.prices),
         **context,
     )
 
 
 @router.get("/styles")
-def styles_page(page: PageDep) -> Response:
-    return _styles_page(page)
+def styles_page(page: PageDep, done: Annotated[str, Query(max_length=16)] = "") -> Response:
+    return _styles_page(page, notice="The style was deleted." if done == "deleted" else None)
 
 
 @router.post("/styles/extract")
@@ -173,6 +201,15 @@ def style_page(
     page: PageDep, style_id: str, q: Annotated[str, Query(max_length=500)] = ""
 ) -> Response:
     return _style_page(page, style_id, query=q.strip())
+
+
+@router.post("/styles/{style_id}/delete")
+def delete_style(page: PostedDep, style_id: str) -> Response:
+    """The API's DELETE /v1/styles/{id}, after the box that confirms it was ticked."""
+    if page.field("confirm") != "yes":
+        return _style_page(page, style_id, 400, message="Tick the box to confirm the deletion.")
+    styles_service.delete(page.services, page.user.account_id, style_id)
+    return see_other(f"{PREFIX}/styles?done=deleted")
 
 
 @router.post("/styles/{style_id}/assets")

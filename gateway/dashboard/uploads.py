@@ -1,6 +1,6 @@
 """Uploads: the page's drag-and-drop runs presign -> PUT -> complete from the browser (the
 same three steps as the API, through `core/uploads/service.py`); without JavaScript the file
-form posts here and the server takes the same steps."""
+form posts here and the server takes the same steps. Delete, as the API's DELETE does."""
 
 from __future__ import annotations
 
@@ -53,9 +53,21 @@ def _uploads_page(page: Page, status: int = 200, **context: Any) -> Response:
     )
 
 
+DONE = {"uploaded": "Uploaded.", "deleted": "The upload was deleted."}
+
+
 @router.get("/uploads")
 def uploads_page(page: PageDep, done: Annotated[str, Query(max_length=16)] = "") -> Response:
-    return _uploads_page(page, notice="Uploaded." if done == "uploaded" else None)
+    return _uploads_page(page, notice=DONE.get(done))
+
+
+@router.post("/uploads/{upload_id}/delete")
+def delete_upload(page: PostedDep, upload_id: str) -> Response:
+    """The API's DELETE /v1/uploads/{id}, after the box that confirms it was ticked."""
+    if page.field("confirm") != "yes":
+        return _uploads_page(page, 400, message="Tick the box to confirm the deletion.")
+    uploads_service.delete(page.services, page.user.account_id, upload_id)
+    return see_other(f"{PREFIX}/uploads?done=deleted")
 
 
 @router.post("/uploads")

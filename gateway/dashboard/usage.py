@@ -1,5 +1,6 @@
-"""Usage: balance, plan and its limits, the ledger, and daily spending over 30 days as an SVG
-drawn on the server."""
+"""Usage: balance, plan and its limits, the ledger (a line per job, named by its operation and
+prompt, that opens to its movements), and daily spending over 30 days as an SVG drawn on the
+server."""
 
 from __future__ import annotations
 
@@ -11,7 +12,9 @@ from fastapi import APIRouter, Query, Response
 
 from core.accounts import service as accounts
 from core.credits import service as credits
-from gateway.dashboard.web import DashboardRoute, PageDep
+from core.credits.service import LedgerLine
+from gateway.dashboard.gallery import OPERATION_LABELS, prompt_of
+from gateway.dashboard.web import PREFIX, DashboardRoute, PageDep
 
 router = APIRouter(route_class=DashboardRoute)
 CHART_WIDTH = 960
@@ -27,6 +30,38 @@ class Bar:
     y: float
     width: float
     height: float
+
+
+# What a line says of a job by the movement that ended it.
+JOB_STATES = {"reserve": "reserved", "settle": "charged", "refund": "refunded"}
+MOVEMENT_LABELS = {
+    "reserve": "Reserved",
+    "settle": "Charged",
+    "refund": "Refunded",
+    "grant": "Granted",
+}
+
+
+@dataclass(frozen=True)
+class LedgerRow:
+    line: LedgerLine
+    title: str
+    detail: str
+    job_url: str | None
+    state: str
+
+
+def ledger_row(line: LedgerLine) -> LedgerRow:
+    """A job's line is named by its operation and prompt (a deleted job keeps its operation
+    only) and links to the job; a grant by its reason."""
+    job = line.job
+    if job is None:
+        return LedgerRow(line, "Credits granted", line.last.reason or "", None, "granted")
+    title = OPERATION_LABELS.get(job.operation, job.operation)
+    state = JOB_STATES.get(line.last.kind, line.last.kind)
+    if job.deleted_at is not None:
+        return LedgerRow(line, title, "deleted job", None, state)
+    return LedgerRow(line, title, prompt_of(job.inputs), f"{PREFIX}/jobs/{job.id}", state)
 
 
 def spending_bars(days: list[tuple[date, int]]) -> tuple[list[Bar], int]:
@@ -49,7 +84,7 @@ def usage_page(
     db = page.services.db
     account = accounts.find_account(db, page.user.email)
     plan = accounts.plan_of(db, account.plan_id)
-    entries, next_cursor = credits.ledger_page(db, account.id, cursor, PAGE_SIZE)
+    lines, next_cursor = credits.ledger_page(db, account.id, cursor, PAGE_SIZE)
     days = credits.daily_spending(db, account.id)
     bars, top = spending_bars(days)
     return page.render(
@@ -57,7 +92,8 @@ def usage_page(
         nav="usage",
         account=account,
         plan=plan,
-        entries=entries,
+        ledger=[ledger_row(line) for line in lines],
+        movement_labels=MOVEMENT_LABELS,
         next_cursor=next_cursor,
         bars=bars,
         top=top,

@@ -12,7 +12,7 @@ position and estimates, `core/jobs/standing.py`), worked out when the answer is 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
 from core.db import Database
@@ -60,11 +60,22 @@ class JobReads:
         state when `wait` (about `wait_seconds` at most)."""
         if not wait:
             return _of_types(await self._view(account_id, job_id), types)
+        return await self.read_when(account_id, job_id, types, _is_terminal)
+
+    async def read_when(
+        self,
+        account_id: str,
+        job_id: str,
+        types: Sequence[str],
+        ready: Callable[[JobView], bool],
+    ) -> JobView | None:
+        """The account's job of one of `types` (None: no such job) once `ready` holds for it,
+        or as it is after about `wait_seconds`; woken by the job's state events."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self.wait_seconds
         with self.events.watch(job_id) as watch:
             job = _of_types(await self._view(account_id, job_id), types)
-            while job is not None and job.status not in TERMINAL:
+            while job is not None and not ready(job):
                 if not await watch.changed(deadline):
                     break
                 job = _of_types(await self._reread(account_id, job_id, watch), types)
@@ -88,6 +99,10 @@ class JobReads:
     def _forget(self, key: tuple[str, str], reread: tuple[int, asyncio.Future[Any]]) -> None:
         if self._rereads.get(key) is reread:
             del self._rereads[key]
+
+
+def _is_terminal(job: JobView) -> bool:
+    return job.status in TERMINAL
 
 
 def _of_types(job: Any, types: Sequence[str]) -> JobView | None:

@@ -45,6 +45,26 @@
     document.querySelectorAll("form[data-sent]").forEach((form) => { delete form.dataset.sent; });
   });
 
+  // A finished video's poster is made just after the job completes: its card may come without
+  // one, and then waits for it (a long-poll, tried a few times).
+  async function awaitPoster(video) {
+    const card = video.closest(".job-card");
+    if (!card) return;
+    for (let attempt = 0; attempt < 4; attempt += 1) {
+      let response;
+      try {
+        response = await fetch(`${prefix}/jobs/${card.dataset.jobId}/poster`, { credentials: "same-origin" });
+      } catch { continue; }
+      if (!response.ok) return;
+      const { posterUrl } = await response.json();
+      if (posterUrl) {
+        video.poster = posterUrl;
+        video.removeAttribute("data-awaiting-poster");
+        return;
+      }
+    }
+  }
+  document.querySelectorAll("video[data-awaiting-poster]").forEach(awaitPoster);
   // Where a job in flight stands, in the words the server writes (gallery.standing_text).
   function inAbout(moment) {
     const seconds = Math.max(0, (Date.parse(moment) - Date.now()) / 1000);
@@ -59,8 +79,9 @@
   }
 
   // Live progress: every card of a job in flight listens to the job's event stream (the API's
-  // Server-Sent Events) and, when the job ends, swaps in its finished card. Where the stream
-  // does not get through, it polls the job's progress instead.
+  // Server-Sent Events): its bar and status chip follow the job, and when the job ends the
+  // card's finished version is swapped in. Where the stream does not get through, it polls the
+  // job's progress instead.
   function watch(card) {
     const id = card.dataset.jobId;
     const detail = card.hasAttribute("data-detail");
@@ -95,7 +116,9 @@
       const holder = document.createElement("div");
       holder.innerHTML = await fresh.text();
       const replacement = holder.querySelector(".job-card");
-      if (replacement) card.replaceWith(replacement);
+      if (!replacement) return;
+      card.replaceWith(replacement);
+      replacement.querySelectorAll("video[data-awaiting-poster]").forEach(awaitPoster);
     }
     let delay = 500;
     async function poll() {
@@ -123,6 +146,27 @@
     };
   }
   document.querySelectorAll(".job-card[data-live]").forEach(watch);
+
+  // Each create form's price before it is sent: the server priced every choice the form offers
+  // (core/prices.py) into `data-prices`, keyed by the priced fields' values joined with "|".
+  document.querySelectorAll("form[data-prices]").forEach((form) => {
+    const prices = JSON.parse(form.dataset.prices);
+    const names = form.dataset.priceFields.split(" ");
+    const output = form.querySelector("[data-price]");
+    function update() {
+      const key = names.map((name) => {
+        const field = form.elements[name];
+        const value = field.value.trim();
+        // Durations are keyed as the server formats numbers ("6", "6.5").
+        return field.type === "number" && value !== "" ? String(Number(value)) : value;
+      }).join("|");
+      const price = prices[key];
+      output.textContent = price === undefined ? "—" : `${price} credit${price === 1 ? "" : "s"}`;
+    }
+    form.addEventListener("input", update);
+    form.addEventListener("change", update);
+    update();
+  });
 
   // Uploads: drag and drop (or choose), then presign -> PUT -> complete from the browser.
   const zone = document.querySelector("[data-dropzone]");
