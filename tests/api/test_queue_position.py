@@ -42,6 +42,9 @@ def fresh(
         else:
             database = stack.enter_context(fresh_postgres_database())
             mode = distributed_mode(database, request.getfixturevalue("redis_url"))
+        # The held jobs must stay on their workers until cancelled: a lease of the suite's 2 s can
+        # lapse on a loaded machine, handing a holder back and moving every position.
+        mode.env["SFUMATO_LEASE_SECONDS"] = "30"
         data_dir = tmp_path_factory.mktemp(f"queue-{request.param}")
         yield stack.enter_context(running_service(mode, data_dir))
 
