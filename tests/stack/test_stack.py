@@ -28,8 +28,8 @@ from benchmarks.containers import (
     SECOND_METRICS_PORT,
     ComposeStack,
 )
+from benchmarks.testkit.sites import site_server
 from tests.support.http_jobs import create, video_done, wait_done
-from tests.support.styles import site_server
 from tests.support.styles_api import extract
 
 # Bounds for a loaded two-core machine: bringing the stack up and down happens inside a test.
