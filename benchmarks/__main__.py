@@ -29,6 +29,7 @@ from benchmarks import (
     long_poll,
     model_load,
     queue_position,
+    scale_out,
     stack,
     startup,
     styles,
@@ -57,6 +58,7 @@ BENCHMARKS: dict[str, Callable[[Options], Section]] = {
     "chaos": chaos_soak.run,
     "startup": startup.run,
     "job_cost": job_cost.run,
+    "scale_out": scale_out.run,
     "webhook_outbox": webhook_outbox.run,
     "stack": stack.run,
 }

@@ -36,6 +36,7 @@ from benchmarks.report import Section, Table, ms, verdict
 from benchmarks.testkit.pipelines import STEERABLE_PIPELINES
 from benchmarks.testkit.waits import free_port
 from core.accounts import authentication
+from core.db import Database
 from core.jobs import service as jobs_service
 from core.tables import JobRow
 from pipelines.base import GenerateInput, ImageOutput, JobControl
@@ -88,43 +89,80 @@ class TrivialGenerate:
 class Fleet:
     deployments: list[Deployment]
     workers: list[Child]
+    env: dict[str, str]
+    work_dir: Path
+    stack: ExitStack
+
+    def add_gateway(self, db: Database) -> Deployment:
+        """One more `sfumato serve --no-workers`, ready; stopped when the fleet is."""
+        port = free_port()
+        serve = ["-m", "sfumato", "serve", "--no-workers", "--port", str(port)]
+        log = self.work_dir / f"serve-{port}.log"
+        child = self.stack.enter_context(
+            running(Child([*serve, "--log-level", "warning"], self.env, log))
+        )
+        wait_until_ready(child, port)
+        deployment = Deployment(child, port, db)
+        self.deployments.append(deployment)
+        return deployment
+
+    def add_workers(self, count: int) -> None:
+        """`count` more `sfumato worker --queue image --concurrency 1` processes, ready."""
+        worker_args = ["-m", "sfumato", "worker", "--queue", "image", "--concurrency", "1"]
+        children = [
+            self.stack.enter_context(
+                running(
+                    Child(
+                        worker_args,
+                        self.env,
+                        self.work_dir / f"worker-{len(self.workers) + index}.log",
+                    )
+                )
+            )
+            for index in range(count)
+        ]
+        for child in children:
+            wait_for_log(child, " ready.")
+        self.workers += children
+
+    def stop_workers(self, count: int) -> None:
+        """Stop the last `count` workers (each shuts down as `sfumato worker` does on SIGTERM)."""
+        for _ in range(count):
+            self.workers.pop().stop()
 
 
 @contextmanager
-def fleet(work_dir: Path, gateways: int, workers: int, pipelines: str) -> Iterator[Fleet]:
+def fleet(
+    work_dir: Path,
+    gateways: int,
+    workers: int,
+    pipelines: str,
+    database_url: str | None = None,
+    broker_url: str = REDIS_URL,
+) -> Iterator[Fleet]:
+    """Gateways and image workers on one database and one Redis: a temporary database on the
+    benchmarks' PostgreSQL and their Redis database, unless `database_url` and `broker_url`
+    name parts of the benchmark's own (`benchmarks/shared_parts.py`)."""
     work_dir.mkdir(parents=True)
-    redis.Redis.from_url(REDIS_URL).flushdb()
+    redis.Redis.from_url(broker_url).flushdb()
     with ExitStack() as stack:
         env = {
             "SFUMATO_DATA_DIR": str(work_dir),
             "SFUMATO_PIPELINES": pipelines,
             "SFUMATO_CONFIG_FILE": str(CONFIG_FILE),
-            "SFUMATO_DATABASE_URL": stack.enter_context(temporary_postgres_database()),
-            "SFUMATO_BROKER_URL": REDIS_URL,
+            "SFUMATO_DATABASE_URL": database_url
+            or stack.enter_context(temporary_postgres_database()),
+            "SFUMATO_BROKER_URL": broker_url,
             "SFUMATO_NAMESPACE": f"bench-{uuid.uuid4().hex[:8]}",
             "SFUMATO_WAIT_SECONDS": "120",
         }
         services = service_view(env)
         stack.callback(services.db.dispose)
-        deployments = []
+        running_fleet = Fleet([], [], env, work_dir, stack)
         for _ in range(gateways):
-            port = free_port()
-            serve = ["-m", "sfumato", "serve", "--no-workers", "--port", str(port)]
-            log = work_dir / f"serve-{port}.log"
-            child = stack.enter_context(
-                running(Child([*serve, "--log-level", "warning"], env, log))
-            )
-            deployments.append(Deployment(child, port, services.db))
-        worker_args = ["-m", "sfumato", "worker", "--queue", "image", "--concurrency", "1"]
-        children = [
-            stack.enter_context(running(Child(worker_args, env, work_dir / f"worker-{i}.log")))
-            for i in range(workers)
-        ]
-        for deployment in deployments:
-            wait_until_ready(deployment.gateway, deployment.port)
-        for child in children:
-            wait_for_log(child, " ready.")
-        yield Fleet(deployments, children)
+            running_fleet.add_gateway(services.db)
+        running_fleet.add_workers(workers)
+        yield running_fleet
 
 
 def wait_for_log(child: Child, text: str, timeout: float = 120) -> None:

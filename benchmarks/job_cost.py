@@ -29,6 +29,7 @@ from benchmarks.harness import (
     service_view,
     wait_until_ready,
 )
+from benchmarks.measures import cpu_seconds
 from benchmarks.report import Section, Table
 from benchmarks.shared_parts import (
     AWS_ENV,
@@ -38,7 +39,6 @@ from benchmarks.shared_parts import (
     counted_s3,
     private_postgres,
     private_redis,
-    process_cpu_seconds,
 )
 
 SITES = REPO / "tests" / "fixtures" / "sites"
@@ -233,18 +233,18 @@ async def _one_job(
 ) -> tuple[str, float, float, float]:
     """Create, long-poll to the end, read once more; the job's id and the gateway's CPU seconds
     in each of the three."""
-    before = process_cpu_seconds(gateway_pid)
+    before = cpu_seconds(gateway_pid)
     response = await client.call("POST", operation.path, key, operation.body)
     if response.status != 202:
         raise RuntimeError(f"{operation.name}: {response.status} {response.body[:300]!r}")
     job_id: str = response.json()["data"]["id"]
-    created = process_cpu_seconds(gateway_pid)
+    created = cpu_seconds(gateway_pid)
     done = await client.wait_terminal(key, job_id)
     if done.json()["data"]["status"] != "completed":
         raise RuntimeError(f"{operation.name} did not complete: {done.body[:500]!r}")
-    waited = process_cpu_seconds(gateway_pid)
+    waited = cpu_seconds(gateway_pid)
     await client.call("GET", f"/jobs/{job_id}", key)
-    read = process_cpu_seconds(gateway_pid)
+    read = cpu_seconds(gateway_pid)
     return job_id, created - before, waited - created, read - waited
 
 

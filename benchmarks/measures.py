@@ -43,6 +43,40 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def tree_cpu_seconds(roots: Sequence[int]) -> float:
+    """User plus system CPU time of processes and all their descendants so far, those already
+    ended and waited for included (their time is in their parent's cutime and cstime)."""
+    # pid -> (parent pid, utime + stime + cutime + cstime in ticks), one pass over /proc.
+    processes: dict[int, tuple[int, int]] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rpartition(")")[2].split()
+        except OSError:  # it ended meanwhile; its parent's cutime has it once waited for
+            continue
+        # ppid is field 4 of proc(5), utime to cstime 14 to 17; this list starts at field 3.
+        processes[int(entry.name)] = (int(fields[1]), sum(int(v) for v in fields[11:15]))
+    children: dict[int, list[int]] = {}
+    for pid, (parent, _) in processes.items():
+        children.setdefault(parent, []).append(pid)
+    ticks = 0
+    pending = [pid for pid in roots if pid in processes]
+    while pending:
+        pid = pending.pop()
+        ticks += processes[pid][1]
+        pending += children.get(pid, [])
+    return ticks / os.sysconf("SC_CLK_TCK")
+
+
+def machine_busy_seconds() -> float:
+    """CPU seconds every core of the machine has spent on anything but idling, since boot."""
+    fields = Path("/proc/stat").read_text().splitlines()[0].split()[1:]
+    # user nice system idle iowait irq softirq steal: all but idle and iowait are work.
+    user, nice, system, _idle, _iowait, irq, softirq, steal = (int(v) for v in fields[:8])
+    return (user + nice + system + irq + softirq + steal) / os.sysconf("SC_CLK_TCK")
+
+
 def percentile(sorted_values: Sequence[float], fraction: float) -> float:
     """Nearest-rank percentile of an ascending sequence: the value of rank ceil(fraction * n)
     (p99 of 100 values is the 99th, p50 the 50th; until 2026-11-26 this took the rank after it,

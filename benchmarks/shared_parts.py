@@ -52,6 +52,8 @@ def _as_postgres_user(args: list[str]) -> list[str]:
 class PrivatePostgres:
     url: str
     admin_url: str
+    # The server's process (as root, the `runuser` above it): its tree is the cluster.
+    pid: int
 
     def statements(self, database: str) -> dict[str, int]:
         """Calls per statement text in `database` since the last reset."""
@@ -138,7 +140,9 @@ def private_postgres() -> Iterator[PrivatePostgres]:
                 if server.poll() is not None or time.monotonic() > deadline:
                     raise RuntimeError("the benchmark's own PostgreSQL did not start") from None
                 time.sleep(0.1)
-        yield PrivatePostgres(f"postgresql+psycopg://postgres@127.0.0.1:{port}/sfumato", admin_url)
+        yield PrivatePostgres(
+            f"postgresql+psycopg://postgres@127.0.0.1:{port}/sfumato", admin_url, server.pid
+        )
     finally:
         server.terminate()
         server.wait(30)
@@ -148,6 +152,7 @@ def private_postgres() -> Iterator[PrivatePostgres]:
 @dataclass
 class PrivateRedis:
     url: str
+    pid: int
 
     def reset(self) -> None:
         redis.Redis.from_url(self.url).config_resetstat()
@@ -190,7 +195,7 @@ def private_redis() -> Iterator[PrivateRedis]:
                 if server.poll() is not None or time.monotonic() > deadline:
                     raise RuntimeError("the benchmark's own Redis did not start") from None
                 time.sleep(0.05)
-        yield PrivateRedis(url)
+        yield PrivateRedis(url, server.pid)
     finally:
         server.terminate()
         server.wait(30)
@@ -265,10 +270,3 @@ def counted_s3() -> Iterator[tuple[str, StoreTraffic]]:
                 os.environ.pop(name, None)
             else:
                 os.environ[name] = value
-
-
-def process_cpu_seconds(pid: int) -> float:
-    """User plus system CPU seconds of one process so far (Linux's /proc)."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    ticks = os.sysconf("SC_CLK_TCK")
-    return (int(fields[11]) + int(fields[12])) / ticks
