@@ -64,6 +64,8 @@ class LeaseKeeper:
         self.lost = threading.Event()
         self.checked_at = self.renewed_at = time.monotonic()
         self.written = 0.0
+        # A cancel of the job was heard (set and cleared under `Leases._changed`).
+        self.cancel_heard = False
 
     def progress(self, fraction: float, message: str | None = None) -> None:
         self.fraction = max(0.0, min(1.0, fraction))
@@ -75,22 +77,29 @@ class Leases:
     """Renews the leases of the jobs this process runs and notices a cancel or a lost claim:
     one thread for all of them, started with the first, so a job costs no thread of its own.
 
-    The thread reads each claim a few times a second (a read, which never waits for writers)
-    and writes its lease only every third of its length, or sooner when the progress moved on
-    and `progress_seconds` passed since the last write (so clients see it move about once a
+    The thread writes each lease every third of its length, or sooner when the progress moved
+    on and `progress_seconds` passed since the last write (so clients see it move about once a
     second while a pipeline reports hundreds of steps a second, and running jobs do not crowd
-    the database's write lock).
+    the database's write lock); a write finds a claim gone. Between writes, a cancel reaches it
+    as an event (`JobEvents.on_cancelled`, over Redis in a fleet) and the claim is read then,
+    at once; only while the events cannot be relied on (the in-process bus, or the Redis
+    subscription down) does it read every claim a few times a second instead. A cancel whose
+    event was lost is still noticed at the next write: the database stays the truth.
     """
 
     def __init__(self, lifecycle: JobLifecycle) -> None:
         self._lifecycle = lifecycle
         settings = lifecycle.services.settings
+        self._events = lifecycle.services.events
         self._progress_interval = settings.progress_seconds
         self._check_interval = min(0.2, settings.lease_seconds / 4, settings.progress_seconds / 4)
         self._renew_interval = settings.lease_seconds / 3
         self._kept: set[LeaseKeeper] = set()
         self._changed = threading.Condition()
+        # A cancel was heard since the thread last looked: it looks again without waiting.
+        self._woken = False
         self._thread: threading.Thread | None = None
+        self._events.on_cancelled(self._cancel_heard)
 
     @contextmanager
     def keep(self, claim: jobs_service.Claim) -> Iterator[LeaseKeeper]:
@@ -108,19 +117,38 @@ class Leases:
             with self._changed:
                 self._kept.discard(keeper)
 
+    def _cancel_heard(self, job_id: str | None) -> None:
+        """A cancel of `job_id` (None: of any job, some may have been missed): the claims it
+        may have ended are read at once."""
+        with self._changed:
+            for keeper in self._kept:
+                if job_id is None or keeper.claim.job.id == job_id:
+                    keeper.cancel_heard = True
+                    self._woken = True
+            if self._woken:
+                self._changed.notify()
+
     def _run(self) -> None:
         while True:
             with self._changed:
                 while not self._kept:
                     self._changed.wait()
                 kept = list(self._kept)
+                heard = {keeper for keeper in kept if keeper.cancel_heard}
+                for keeper in heard:
+                    keeper.cancel_heard = False
             for keeper in kept:
-                self._look_after(keeper)
-            time.sleep(self._check_interval)
+                self._look_after(keeper, keeper in heard)
+            with self._changed:
+                if not self._woken:
+                    self._changed.wait(self._check_interval)
+                self._woken = False
 
-    def _look_after(self, keeper: LeaseKeeper) -> None:
+    def _look_after(self, keeper: LeaseKeeper, cancel_heard: bool) -> None:
         now = time.monotonic()
-        if keeper.lost.is_set() or now - keeper.checked_at < self._check_interval:
+        if keeper.lost.is_set():
+            return
+        if not cancel_heard and now - keeper.checked_at < self._check_interval:
             return
         keeper.checked_at = now
         fraction = keeper.fraction
@@ -132,10 +160,15 @@ class Leases:
                 alive = self._lifecycle.renew_lease(keeper.claim, fraction)
                 keeper.renewed_at = time.monotonic()
                 keeper.written = fraction
-            else:
+            elif cancel_heard or not self._events.hears_every_cancel():
                 alive = self._lifecycle.holds_claim(keeper.claim)
+            else:
+                return
         except Exception as error:  # the database blinked: the lease outlives a blink
             log.warning("could not renew the lease of job %s: %s", keeper.claim.job.id, error)
+            if cancel_heard:
+                with self._changed:  # read again at the next look
+                    keeper.cancel_heard = True
             return
         if not alive:
             keeper.lost.set()

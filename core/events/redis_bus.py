@@ -1,11 +1,15 @@
-"""Job and credential events over Redis pub/sub: a long-poll held on any gateway replica wakes
-when any worker finishes its job, and a key changed anywhere clears every replica's callers."""
+"""Job, credential and cancel events over Redis pub/sub: a long-poll held on any gateway replica
+wakes when any worker finishes its job, a key changed anywhere clears every replica's callers,
+and a job cancelled on any gateway stops on whichever worker runs it."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
 import logging
+import threading
+import time
+from collections.abc import Callable
 
 import redis
 import redis.asyncio as aioredis
@@ -15,6 +19,10 @@ from core.events.bus import JobEvents
 log = logging.getLogger(__name__)
 # Appended to the job id of a progress event on the Redis channel.
 PROGRESS_SUFFIX = " progress"
+# How often the cancel listener's idle connection is pinged (a peer gone without a reset is
+# noticed in this long) and how long each of its waits for a message lasts.
+CANCEL_HEALTH_CHECK_SECONDS = 5.0
+CANCEL_POLL_SECONDS = 1.0
 
 
 class RedisJobEvents(JobEvents):
@@ -23,6 +31,13 @@ class RedisJobEvents(JobEvents):
         self._url = url
         self.channel = channel
         self.credentials_channel = f"{channel}:credentials"
+        # Cancels travel apart from the job events: the workers that listen for them are not
+        # sent every job's state and progress.
+        self.cancels_channel = f"{channel}:cancels"
+        self._cancel_listener: threading.Thread | None = None
+        self._cancel_listener_lock = threading.Lock()
+        # Set once Redis confirmed the cancels subscription; cleared when its connection fails.
+        self._hearing_cancels = False
         self._publisher = redis.Redis.from_url(url)
         self._listener: asyncio.Task[None] | None = None
         self.subscribed = asyncio.Event()
@@ -52,6 +67,57 @@ class RedisJobEvents(JobEvents):
 
     def receives_every_change(self) -> bool:
         return self._receiving
+
+    def publish_cancelled(self, job_id: str) -> None:
+        try:
+            self._publisher.publish(self.cancels_channel, job_id)
+        except redis.RedisError as error:
+            # The cancel is committed: the job's worker notices at its next lease renewal.
+            log.warning("could not publish the cancel of job %s: %s", job_id, error)
+        self._cancelled(job_id)
+
+    def on_cancelled(self, listener: Callable[[str | None], None]) -> None:
+        super().on_cancelled(listener)
+        with self._cancel_listener_lock:
+            if self._cancel_listener is None:
+                self._cancel_listener = threading.Thread(
+                    target=self._listen_for_cancels, name="cancel-events", daemon=True
+                )
+                self._cancel_listener.start()
+
+    def hears_every_cancel(self) -> bool:
+        return self._hearing_cancels
+
+    def _listen_for_cancels(self) -> None:
+        """A thread of its own (workers have no event loop): subscribed to the cancels, and
+        subscribed again with backoff when the connection fails."""
+        backoff = 0.1
+        while True:
+            client = redis.Redis.from_url(
+                self._url, health_check_interval=CANCEL_HEALTH_CHECK_SECONDS
+            )
+            pubsub = client.pubsub()
+            try:
+                pubsub.subscribe(self.cancels_channel)
+                while True:
+                    message = pubsub.get_message(timeout=CANCEL_POLL_SECONDS)
+                    if message is None:
+                        continue
+                    if message["type"] == "subscribe":
+                        self._hearing_cancels = True
+                        backoff = 0.1
+                        # Cancels sent while not subscribed were missed: check every job.
+                        self._cancelled(None)
+                    elif message["type"] == "message":
+                        self._cancelled(message["data"].decode())
+            except Exception as error:  # a dropped connection: subscribe again
+                log.warning("cancel events: redis connection lost (%s); reconnecting", error)
+            finally:
+                self._hearing_cancels = False
+                pubsub.close()
+                client.close()
+            time.sleep(backoff)
+            backoff = min(backoff * 2, 5.0)
 
     async def start(self) -> None:
         self._listener = asyncio.create_task(self._listen(), name="job-events")

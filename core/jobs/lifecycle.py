@@ -137,8 +137,11 @@ class JobLifecycle:
         if job is not None and was_in_flight:
             self.services.events.publish(job.id)
             self.services.events.publish_queue_moved(job.queue)
-            # Its queued task is dropped early; a running pipeline stops at its next progress
-            # report, when the lease keeper sees the claim gone.
+            # A running pipeline stops at its next progress report: its worker's lease keeper
+            # hears the cancel (and checks its claim) at once. A pending job's cancel is sent
+            # too, unread: telling the two apart would cost a read.
+            self.services.events.publish_cancelled(job.id)
+            # Its queued task is dropped early.
             self.dispatcher.withdraw(job)
         return job
 

@@ -6,6 +6,7 @@ import signal
 import threading
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
 
@@ -20,12 +21,15 @@ from core.accounts import api_keys, authentication
 from core.accounts import service as accounts
 from core.clock import utcnow
 from core.credits import repository as ledger
+from core.db import Database
+from core.events import job_events_for
 from core.ids import new_id
 from core.jobs import repository as jobs_repository
 from core.jobs import service as jobs_service
 from core.jobs.contract import ImagesResult, image_folder
 from core.jobs.lifecycle import JobLifecycle
 from core.services import Services
+from core.settings import Settings
 from core.tables import JobRow, Media
 from pipelines.base import Cancelled
 from tests.conftest import COMMON_ENV, embedded_mode
@@ -341,6 +345,85 @@ def test_one_thread_keeps_the_leases_of_the_jobs_running_at_once(
 
 def _lease_threads() -> int:
     return sum(thread.name == "leases" for thread in threading.enumerate())
+
+
+def _lifecycle_with_events_of_its_own(service: Service, settings: Settings) -> JobLifecycle:
+    """A lifecycle as another process of the fleet has it: its own event bus, so what it hears
+    comes over Redis, not from this test's bus."""
+    services = replace(
+        service.services,
+        settings=settings,
+        events=job_events_for(settings.broker_url, settings.namespace),
+    )
+    return JobLifecycle.for_services(services)
+
+
+@contextmanager
+def _claim_reads(db: Database) -> Iterator[list[str]]:
+    """The claim checks (`holds_claim`'s SELECT) this process sends while the block runs."""
+    sent: list[str] = []
+
+    def record(_connection: Connection, _cursor: object, statement: str, *_: object) -> None:
+        if statement.split()[:2] == ["SELECT", "jobs.id"] and "jobs.claim_token =" in statement:
+            sent.append(statement)
+
+    event.listen(db.engine, "before_cursor_execute", record)
+    try:
+        yield sent
+    finally:
+        event.remove(db.engine, "before_cursor_execute", record)
+
+
+@pytest.mark.parametrize("service", ["distributed"], indirect=True)
+def test_a_cancel_reaches_the_running_job_as_an_event_without_polling_its_claim(
+    service: Service, key: str
+) -> None:
+    """In a fleet the worker hears a cancel made on a gateway over Redis and reads the claim
+    then: no claim read while the job runs, and the cancel noticed at once, not at the lease's
+    next renewal (20 s away here)."""
+    long_lease = service.services.settings.model_copy(
+        update={"lease_seconds": 60.0, "progress_seconds": 60.0}
+    )
+    worker = _lifecycle_with_events_of_its_own(service, long_lease)
+    gateway = _lifecycle_with_events_of_its_own(service, service.services.settings)
+    leases = Leases(worker)
+    wait_until(worker.services.events.hears_every_cancel, 10, "the worker hears cancels")
+    job = _unpublished_job(service, key, "[sleep 0] cancelled as it runs")
+    claim = claim_job(worker, job.id)
+    assert claim is not None
+    with _claim_reads(service.services.db) as claim_reads, leases.keep(claim) as keeper:
+        time.sleep(1.0)  # five of the intervals at which the claim used to be read
+        assert claim_reads == []
+        keeper.progress(0.5)
+        cancelled_at = time.monotonic()
+        gateway.cancel(job.account_id, job.id)
+        wait_until(keeper.lost.is_set, 5, "the cancel heard")
+        assert time.monotonic() - cancelled_at < 5
+        with pytest.raises(Cancelled):
+            keeper.progress(0.6)
+        assert len(claim_reads) == 1  # read once, when the cancel was heard
+
+
+@pytest.mark.parametrize("service", ["distributed"], indirect=True)
+def test_a_cancel_whose_event_is_lost_is_noticed_at_the_next_lease_renewal(
+    service: Service, key: str
+) -> None:
+    """The database stays the truth: a cancel committed with no event sent (a publish that
+    failed) is noticed by the lease's next renewal, which finds the claim gone."""
+    short_lease = service.services.settings.model_copy(
+        update={"lease_seconds": 1.5, "progress_seconds": 60.0}
+    )
+    worker = _lifecycle_with_events_of_its_own(service, short_lease)
+    leases = Leases(worker)
+    wait_until(worker.services.events.hears_every_cancel, 10, "the worker hears cancels")
+    job = _unpublished_job(service, key, "[sleep 0] cancelled unannounced")
+    claim = claim_job(worker, job.id)
+    assert claim is not None
+    with _claim_reads(service.services.db) as claim_reads, leases.keep(claim) as keeper:
+        cancelled, _ = jobs_service.cancel(service.services.db, job.account_id, job.id)
+        assert cancelled is not None and cancelled.status == "failed"
+        wait_until(keeper.lost.is_set, 5, "the renewal found the claim gone")
+        assert claim_reads == []  # the renewal's write found it, not a claim read
 
 
 @pytest.mark.slow
