@@ -46,14 +46,28 @@ def get_account(session: Session, account_id: str) -> Account | None:
     return session.get(Account, account_id)
 
 
-# Built once: every create takes this lock.
 LOCK_ACCOUNT = select(Account).where(Account.id == bindparam("account_id")).with_for_update()
+# Built once: every create takes this lock, its plan read in the same statement (the plan row
+# itself is not locked: plans change only as a deployment writes its configuration).
+LOCK_ACCOUNT_WITH_PLAN = (
+    select(Account, Plan)
+    .outerjoin(Plan, Plan.id == Account.plan_id)
+    .where(Account.id == bindparam("account_id"))
+    .with_for_update(of=Account)
+)
 
 
 def lock_account(session: Session, account_id: str) -> Account:
-    """The account row, locked until the transaction ends: creates of one account serialise
-    here, so limits, credits and idempotency are checked against settled numbers."""
+    """The account row, locked until the transaction ends: what changes the account's jobs
+    or credits serialises here, so it is decided against settled numbers."""
     return session.scalars(LOCK_ACCOUNT, {"account_id": account_id}).one()
+
+
+def lock_account_with_plan(session: Session, account_id: str) -> tuple[Account, Plan | None]:
+    """`lock_account`, and the account's plan (None when its plan does not exist): a create's
+    first statement."""
+    account, plan = session.execute(LOCK_ACCOUNT_WITH_PLAN, {"account_id": account_id}).one()
+    return account, plan
 
 
 def list_accounts(session: Session) -> Sequence[Account]:

@@ -44,7 +44,7 @@ from core.jobs.contract import (
 from core.jobs.requests import RequestModel
 from core.pagination import decode_cursor, page_of
 from core.services import Services
-from core.tables import Account, Base, JobRow, Media
+from core.tables import Account, Base, JobRow, Media, Plan
 from core.webhooks import outbox
 from core.webhooks.events import JobEvent
 
@@ -144,8 +144,9 @@ class IdempotencyKeyReused(CreateRefused):
 IDEMPOTENCY_TTL = timedelta(hours=24)
 
 
-def _check_plan(session: Session, account: Account, new: NewJob, moment: datetime) -> None:
-    plan = accounts_repository.get_plan(session, account.plan_id)
+def _check_plan(
+    session: Session, account: Account, plan: Plan | None, new: NewJob, moment: datetime
+) -> None:
     if plan is None:
         raise SubscriptionRequired(f"the account's plan {account.plan_id!r} does not exist")
     if new.queue not in GENERATION_QUEUES:
@@ -194,12 +195,12 @@ def insert_pending(
     moment = now or utcnow()
     job_id = new_id()
     with db.write() as session:
-        account = accounts_repository.lock_account(session, caller.account_id)
+        account, plan = accounts_repository.lock_account_with_plan(session, caller.account_id)
         if idempotency is not None:
             replayed = _replay(session, caller, idempotency, moment)
             if replayed is not None:
                 return replayed, True
-        _check_plan(session, account, new, moment)
+        _check_plan(session, account, plan, new, moment)
         job = repository.add(
             session,
             JobRow(
