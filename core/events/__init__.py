@@ -6,7 +6,8 @@ stops at once (`workers/claims.py`).
 Embedded mode broadcasts inside the process; with a Redis broker the events travel over Redis
 pub/sub so a long-poll held on any gateway replica wakes whichever worker finished the job.
 A progress event ("job X moved on") wakes only the subscribers that asked for progress (event
-streams), so long-polls waiting for a terminal state are not woken about once a second.
+streams), so long-polls waiting for a terminal state are not woken about once a second; a job's
+start (claimed by a worker) is sent as one too, since no long-poll waits for it.
 """
 
 from __future__ import annotations

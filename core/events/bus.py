@@ -62,6 +62,12 @@ class JobEvents:
         """The job's progress moved on (its state did not change). Callable from any thread."""
         self._wake(job_id, progress=True)
 
+    def publish_started(self, job_id: str) -> None:
+        """A worker claimed the job (pending -> processing). Sent as a progress event: event
+        streams show the change, while long-polls, which wait for the job's end, are not woken
+        to read a job that has not ended (a read per job spared). Callable from any thread."""
+        self.publish_progress(job_id)
+
     def publish_queue_moved(self, queue: str) -> None:
         """A job of `queue` started or left it while pending. Callable from any thread."""
         self.publish_progress(queue_moved_key(queue))

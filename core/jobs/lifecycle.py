@@ -64,7 +64,7 @@ class JobLifecycle:
             self.services.db, job_id, self.services.settings.lease_seconds, token
         )
         if claim is not None:
-            self.services.events.publish(job_id)
+            self.services.events.publish_started(job_id)
             # The jobs behind it in its queue moved up (their event streams re-read).
             self.services.events.publish_queue_moved(claim.job.queue)
         return claim

@@ -149,8 +149,9 @@ def test_an_overlong_last_event_id_is_refused(service: Service, key: str, header
 
 
 def test_progress_events_cross_replicas_over_redis_and_wake_only_streams(redis_url: str) -> None:
-    """Two gateways' event buses on one Redis: a progress event published on one wakes a
-    stream's subscription on the other, but not a long-poll's; a state event wakes both."""
+    """Two gateways' event buses on one Redis: a progress event or a job's start published on
+    one wakes a stream's subscription on the other, but not a long-poll's (it waits for the
+    job's end); a state event wakes both."""
 
     async def scenario() -> None:
         namespace = f"test-{uuid.uuid4().hex[:8]}"
@@ -167,6 +168,7 @@ def test_progress_events_cross_replicas_over_redis_and_wake_only_streams(redis_u
                 replica.subscribe(later_job_id) as later_woken,
             ):
                 publisher.publish_progress(job_id)
+                publisher.publish_started(job_id)
                 # One channel, one publisher: the replica reads the events in the order they
                 # were sent, so once a later one woke its waiter, the progress event has been
                 # seen by every subscription it could wake.
