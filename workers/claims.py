@@ -64,8 +64,8 @@ class LeaseKeeper:
         self.lost = threading.Event()
         self.checked_at = self.renewed_at = time.monotonic()
         self.written = 0.0
-        # A cancel of the job was heard (set and cleared under `Leases._changed`).
-        self.cancel_heard = False
+        # An end of the job's claim was heard (set and cleared under `Leases._changed`).
+        self.claim_end_heard = False
 
     def progress(self, fraction: float, message: str | None = None) -> None:
         self.fraction = max(0.0, min(1.0, fraction))
@@ -80,11 +80,12 @@ class Leases:
     The thread writes each lease every third of its length, or sooner when the progress moved
     on and `progress_seconds` passed since the last write (so clients see it move about once a
     second while a pipeline reports hundreds of steps a second, and running jobs do not crowd
-    the database's write lock); a write finds a claim gone. Between writes, a cancel reaches it
-    as an event (`JobEvents.on_cancelled`, over Redis in a fleet) and the claim is read then,
-    at once; only while the events cannot be relied on (the in-process bus, or the Redis
-    subscription down) does it read every claim a few times a second instead. A cancel whose
-    event was lost is still noticed at the next write: the database stays the truth.
+    the database's write lock); a write finds a claim gone. Between writes, a cancel (or a hand
+    back) reaches it as an event (`JobEvents.on_claim_ended`, over Redis in a fleet) and the
+    claim is read then, at once; only while the events cannot be relied on (the in-process bus,
+    or the Redis subscription down) does it read every claim a few times a second instead. A
+    cancel whose event was lost is still noticed at the next write: the database stays the
+    truth.
     """
 
     def __init__(self, lifecycle: JobLifecycle) -> None:
@@ -96,10 +97,10 @@ class Leases:
         self._renew_interval = settings.lease_seconds / 3
         self._kept: set[LeaseKeeper] = set()
         self._changed = threading.Condition()
-        # A cancel was heard since the thread last looked: it looks again without waiting.
+        # A claim end was heard since the thread last looked: it looks again without waiting.
         self._woken = False
         self._thread: threading.Thread | None = None
-        self._events.on_cancelled(self._cancel_heard)
+        self._events.on_claim_ended(self._claim_end_heard)
 
     @contextmanager
     def keep(self, claim: jobs_service.Claim) -> Iterator[LeaseKeeper]:
@@ -117,13 +118,13 @@ class Leases:
             with self._changed:
                 self._kept.discard(keeper)
 
-    def _cancel_heard(self, job_id: str | None) -> None:
-        """A cancel of `job_id` (None: of any job, some may have been missed): the claims it
+    def _claim_end_heard(self, job_id: str | None) -> None:
+        """A claim end of `job_id` (None: of any job, some may have been missed): the claims it
         may have ended are read at once."""
         with self._changed:
             for keeper in self._kept:
                 if job_id is None or keeper.claim.job.id == job_id:
-                    keeper.cancel_heard = True
+                    keeper.claim_end_heard = True
                     self._woken = True
             if self._woken:
                 self._changed.notify()
@@ -134,9 +135,9 @@ class Leases:
                 while not self._kept:
                     self._changed.wait()
                 kept = list(self._kept)
-                heard = {keeper for keeper in kept if keeper.cancel_heard}
+                heard = {keeper for keeper in kept if keeper.claim_end_heard}
                 for keeper in heard:
-                    keeper.cancel_heard = False
+                    keeper.claim_end_heard = False
             for keeper in kept:
                 self._look_after(keeper, keeper in heard)
             with self._changed:
@@ -144,11 +145,11 @@ class Leases:
                     self._changed.wait(self._check_interval)
                 self._woken = False
 
-    def _look_after(self, keeper: LeaseKeeper, cancel_heard: bool) -> None:
+    def _look_after(self, keeper: LeaseKeeper, claim_end_heard: bool) -> None:
         now = time.monotonic()
         if keeper.lost.is_set():
             return
-        if not cancel_heard and now - keeper.checked_at < self._check_interval:
+        if not claim_end_heard and now - keeper.checked_at < self._check_interval:
             return
         keeper.checked_at = now
         fraction = keeper.fraction
@@ -160,15 +161,15 @@ class Leases:
                 alive = self._lifecycle.renew_lease(keeper.claim, fraction)
                 keeper.renewed_at = time.monotonic()
                 keeper.written = fraction
-            elif cancel_heard or not self._events.hears_every_cancel():
+            elif claim_end_heard or not self._events.hears_every_claim_end():
                 alive = self._lifecycle.holds_claim(keeper.claim)
             else:
                 return
         except Exception as error:  # the database blinked: the lease outlives a blink
             log.warning("could not renew the lease of job %s: %s", keeper.claim.job.id, error)
-            if cancel_heard:
+            if claim_end_heard:
                 with self._changed:  # read again at the next look
-                    keeper.cancel_heard = True
+                    keeper.claim_end_heard = True
             return
         if not alive:
             keeper.lost.set()

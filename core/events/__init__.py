@@ -1,7 +1,7 @@
 """Job state events: a worker says "job X changed", long-polls waiting on X wake up. Beside
 them, credential events: a key or an account changed, so every gateway drops the callers it
-cached (`core/accounts/callers.py`). And cancels: a job was cancelled, so the worker running it
-stops at once (`workers/claims.py`).
+cached (`core/accounts/callers.py`). And claim ends: a job was cancelled (or handed back), so
+the worker running it stops at once (`workers/claims.py`).
 
 Embedded mode broadcasts inside the process; with a Redis broker the events travel over Redis
 pub/sub so a long-poll held on any gateway replica wakes whichever worker finished the job.

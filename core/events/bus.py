@@ -47,7 +47,7 @@ class JobEvents:
         # Per job: (the waiter's loop, what wakes it there, whether progress events do too).
         self._waiters: dict[str, set[_Waiter]] = defaultdict(set)
         self._credential_listeners: list[Callable[[], None]] = []
-        self._cancel_listeners: list[Callable[[str | None], None]] = []
+        self._claim_end_listeners: list[Callable[[str | None], None]] = []
 
     @property
     def held(self) -> int:
@@ -166,24 +166,25 @@ class JobEvents:
             self._credentials_changed()
         return True
 
-    def publish_cancelled(self, job_id: str) -> None:
-        """The job was cancelled (after its commit): the worker running it, if any, stops now
-        rather than at its next lease renewal. Callable from any thread."""
-        self._cancelled(job_id)
+    def publish_claim_ended(self, job_id: str) -> None:
+        """The job is no longer its worker's to run (after the commit: cancelled, or handed
+        back): the worker running it, if any, stops now rather than at its next lease renewal.
+        Callable from any thread."""
+        self._claim_ended(job_id)
 
-    def on_cancelled(self, listener: Callable[[str | None], None]) -> None:
-        """`listener(job_id)` is called (from any thread) on every cancel this process hears of,
-        and `listener(None)` whenever some may have been missed: any job may be cancelled."""
-        self._cancel_listeners.append(listener)
+    def on_claim_ended(self, listener: Callable[[str | None], None]) -> None:
+        """`listener(job_id)` is called (from any thread) on every claim end this process hears
+        of, and `listener(None)` whenever some may have been missed: any claim may have ended."""
+        self._claim_end_listeners.append(listener)
 
-    def hears_every_cancel(self) -> bool:
-        """Whether every cancel of the deployment reaches the `on_cancelled` listeners now. Not
-        in-process: this bus hears only its own process's cancels, and cannot tell whether
-        other processes (reaching the database) cancel too."""
+    def hears_every_claim_end(self) -> bool:
+        """Whether every claim end of the deployment reaches the `on_claim_ended` listeners now.
+        Not in-process: this bus hears only its own process's, and cannot tell whether other
+        processes (reaching the database) cancel jobs too."""
         return False
 
-    def _cancelled(self, job_id: str | None) -> None:
-        for listener in self._cancel_listeners:
+    def _claim_ended(self, job_id: str | None) -> None:
+        for listener in self._claim_end_listeners:
             listener(job_id)
 
     async def start(self) -> None:

@@ -1,6 +1,6 @@
-"""Job, credential and cancel events over Redis pub/sub: a long-poll held on any gateway replica
-wakes when any worker finishes its job, a key changed anywhere clears every replica's callers,
-and a job cancelled on any gateway stops on whichever worker runs it."""
+"""Job, credential and claim-end events over Redis pub/sub: a long-poll held on any gateway
+replica wakes when any worker finishes its job, a key changed anywhere clears every replica's
+callers, and a job cancelled on any gateway stops on whichever worker runs it."""
 
 from __future__ import annotations
 
@@ -19,10 +19,10 @@ from core.events.bus import JobEvents
 log = logging.getLogger(__name__)
 # Appended to the job id of a progress event on the Redis channel.
 PROGRESS_SUFFIX = " progress"
-# How often the cancel listener's idle connection is pinged (a peer gone without a reset is
+# How often the claim-end listener's idle connection is pinged (a peer gone without a reset is
 # noticed in this long) and how long each of its waits for a message lasts.
-CANCEL_HEALTH_CHECK_SECONDS = 5.0
-CANCEL_POLL_SECONDS = 1.0
+CLAIM_END_HEALTH_CHECK_SECONDS = 5.0
+CLAIM_END_POLL_SECONDS = 1.0
 
 
 class RedisJobEvents(JobEvents):
@@ -31,13 +31,13 @@ class RedisJobEvents(JobEvents):
         self._url = url
         self.channel = channel
         self.credentials_channel = f"{channel}:credentials"
-        # Cancels travel apart from the job events: the workers that listen for them are not
+        # Claim ends travel apart from the job events: the workers that listen for them are not
         # sent every job's state and progress.
-        self.cancels_channel = f"{channel}:cancels"
-        self._cancel_listener: threading.Thread | None = None
-        self._cancel_listener_lock = threading.Lock()
-        # Set once Redis confirmed the cancels subscription; cleared when its connection fails.
-        self._hearing_cancels = False
+        self.claims_ended_channel = f"{channel}:claims-ended"
+        self._claim_end_listener: threading.Thread | None = None
+        self._claim_end_listener_lock = threading.Lock()
+        # Set once Redis confirmed the claim-end subscription; cleared when its connection fails.
+        self._hearing_claim_ends = False
         self._publisher = redis.Redis.from_url(url)
         self._listener: asyncio.Task[None] | None = None
         self.subscribed = asyncio.Event()
@@ -68,52 +68,52 @@ class RedisJobEvents(JobEvents):
     def receives_every_change(self) -> bool:
         return self._receiving
 
-    def publish_cancelled(self, job_id: str) -> None:
+    def publish_claim_ended(self, job_id: str) -> None:
         try:
-            self._publisher.publish(self.cancels_channel, job_id)
+            self._publisher.publish(self.claims_ended_channel, job_id)
         except redis.RedisError as error:
-            # The cancel is committed: the job's worker notices at its next lease renewal.
-            log.warning("could not publish the cancel of job %s: %s", job_id, error)
-        self._cancelled(job_id)
+            # The change is committed: the job's worker notices at its next lease renewal.
+            log.warning("could not publish the claim end of job %s: %s", job_id, error)
+        self._claim_ended(job_id)
 
-    def on_cancelled(self, listener: Callable[[str | None], None]) -> None:
-        super().on_cancelled(listener)
-        with self._cancel_listener_lock:
-            if self._cancel_listener is None:
-                self._cancel_listener = threading.Thread(
-                    target=self._listen_for_cancels, name="cancel-events", daemon=True
+    def on_claim_ended(self, listener: Callable[[str | None], None]) -> None:
+        super().on_claim_ended(listener)
+        with self._claim_end_listener_lock:
+            if self._claim_end_listener is None:
+                self._claim_end_listener = threading.Thread(
+                    target=self._listen_for_claim_ends, name="claim-end-events", daemon=True
                 )
-                self._cancel_listener.start()
+                self._claim_end_listener.start()
 
-    def hears_every_cancel(self) -> bool:
-        return self._hearing_cancels
+    def hears_every_claim_end(self) -> bool:
+        return self._hearing_claim_ends
 
-    def _listen_for_cancels(self) -> None:
-        """A thread of its own (workers have no event loop): subscribed to the cancels, and
+    def _listen_for_claim_ends(self) -> None:
+        """A thread of its own (workers have no event loop): subscribed to the claim ends, and
         subscribed again with backoff when the connection fails."""
         backoff = 0.1
         while True:
             client = redis.Redis.from_url(
-                self._url, health_check_interval=CANCEL_HEALTH_CHECK_SECONDS
+                self._url, health_check_interval=CLAIM_END_HEALTH_CHECK_SECONDS
             )
             pubsub = client.pubsub()
             try:
-                pubsub.subscribe(self.cancels_channel)
+                pubsub.subscribe(self.claims_ended_channel)
                 while True:
-                    message = pubsub.get_message(timeout=CANCEL_POLL_SECONDS)
+                    message = pubsub.get_message(timeout=CLAIM_END_POLL_SECONDS)
                     if message is None:
                         continue
                     if message["type"] == "subscribe":
-                        self._hearing_cancels = True
+                        self._hearing_claim_ends = True
                         backoff = 0.1
-                        # Cancels sent while not subscribed were missed: check every job.
-                        self._cancelled(None)
+                        # Claim ends sent while not subscribed were missed: check every claim.
+                        self._claim_ended(None)
                     elif message["type"] == "message":
-                        self._cancelled(message["data"].decode())
+                        self._claim_ended(message["data"].decode())
             except Exception as error:  # a dropped connection: subscribe again
-                log.warning("cancel events: redis connection lost (%s); reconnecting", error)
+                log.warning("claim-end events: redis connection lost (%s); reconnecting", error)
             finally:
-                self._hearing_cancels = False
+                self._hearing_claim_ends = False
                 pubsub.close()
                 client.close()
             time.sleep(backoff)

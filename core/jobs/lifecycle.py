@@ -138,9 +138,9 @@ class JobLifecycle:
             self.services.events.publish(job.id)
             self.services.events.publish_queue_moved(job.queue)
             # A running pipeline stops at its next progress report: its worker's lease keeper
-            # hears the cancel (and checks its claim) at once. A pending job's cancel is sent
+            # hears it (and checks its claim) at once. A pending job's cancel is sent
             # too, unread: telling the two apart would cost a read.
-            self.services.events.publish_cancelled(job.id)
+            self.services.events.publish_claim_ended(job.id)
             # Its queued task is dropped early.
             self.dispatcher.withdraw(job)
         return job
@@ -153,6 +153,8 @@ class JobLifecycle:
             # Said before publishing: the worker's process may be gone a moment later.
             log.warning("job %s handed back for another worker", claim.job.id)
             self.services.events.publish(claim.job.id)
+            # The pipeline still running it stops at its next progress report.
+            self.services.events.publish_claim_ended(claim.job.id)
             self.dispatcher.publish_new(claim.job)
         return handed_back
 

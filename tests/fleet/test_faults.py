@@ -387,7 +387,7 @@ def test_a_cancel_reaches_the_running_job_as_an_event_without_polling_its_claim(
     worker = _lifecycle_with_events_of_its_own(service, long_lease)
     gateway = _lifecycle_with_events_of_its_own(service, service.services.settings)
     leases = Leases(worker)
-    wait_until(worker.services.events.hears_every_cancel, 10, "the worker hears cancels")
+    wait_until(worker.services.events.hears_every_claim_end, 10, "the worker hears cancels")
     job = _unpublished_job(service, key, "[sleep 0] cancelled as it runs")
     claim = claim_job(worker, job.id)
     assert claim is not None
@@ -415,7 +415,7 @@ def test_a_cancel_whose_event_is_lost_is_noticed_at_the_next_lease_renewal(
     )
     worker = _lifecycle_with_events_of_its_own(service, short_lease)
     leases = Leases(worker)
-    wait_until(worker.services.events.hears_every_cancel, 10, "the worker hears cancels")
+    wait_until(worker.services.events.hears_every_claim_end, 10, "the worker hears cancels")
     job = _unpublished_job(service, key, "[sleep 0] cancelled unannounced")
     claim = claim_job(worker, job.id)
     assert claim is not None
