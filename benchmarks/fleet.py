@@ -22,10 +22,8 @@ from benchmarks.harness import (
     CONFIG_FILE,
     REDIS_URL,
     ApiClient,
-    Child,
     Deployment,
     Options,
-    running,
     service_view,
     temporary_postgres_database,
     wait_until_ready,
@@ -34,6 +32,7 @@ from benchmarks.long_poll import completion_to_answer
 from benchmarks.measures import percentile
 from benchmarks.report import Section, Table, ms, verdict
 from benchmarks.testkit.pipelines import STEERABLE_PIPELINES
+from benchmarks.testkit.processes import ChildProcess, running
 from benchmarks.testkit.waits import free_port
 from core.accounts import authentication
 from core.jobs import service as jobs_service
@@ -87,7 +86,7 @@ class TrivialGenerate:
 @dataclass
 class Fleet:
     deployments: list[Deployment]
-    workers: list[Child]
+    workers: list[ChildProcess]
 
 
 @contextmanager
@@ -109,31 +108,22 @@ def fleet(work_dir: Path, gateways: int, workers: int, pipelines: str) -> Iterat
         deployments = []
         for _ in range(gateways):
             port = free_port()
-            serve = ["-m", "sfumato", "serve", "--no-workers", "--port", str(port)]
+            serve = ["serve", "--no-workers", "--port", str(port), "--log-level", "warning"]
             log = work_dir / f"serve-{port}.log"
-            child = stack.enter_context(
-                running(Child([*serve, "--log-level", "warning"], env, log))
-            )
+            child = stack.enter_context(running(ChildProcess.sfumato(serve, env, log)))
             deployments.append(Deployment(child, port, services.db))
-        worker_args = ["-m", "sfumato", "worker", "--queue", "image", "--concurrency", "1"]
+        worker_args = ["worker", "--queue", "image", "--concurrency", "1"]
         children = [
-            stack.enter_context(running(Child(worker_args, env, work_dir / f"worker-{i}.log")))
+            stack.enter_context(
+                running(ChildProcess.sfumato(worker_args, env, work_dir / f"worker-{i}.log"))
+            )
             for i in range(workers)
         ]
         for deployment in deployments:
             wait_until_ready(deployment.gateway, deployment.port)
         for child in children:
-            wait_for_log(child, " ready.")
+            child.wait_for_log(" ready.", 120)
         yield Fleet(deployments, children)
-
-
-def wait_for_log(child: Child, text: str, timeout: float = 120) -> None:
-    deadline = time.monotonic() + timeout
-    while text not in child.log.read_text(errors="replace"):
-        child.check_alive()
-        if time.monotonic() > deadline:
-            raise RuntimeError(f"{child.log.name} did not say {text!r} in {timeout}s")
-        time.sleep(0.1)
 
 
 def run(options: Options) -> Section:

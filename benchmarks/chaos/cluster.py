@@ -20,9 +20,10 @@ from urllib.parse import urlsplit, urlunsplit
 import boto3
 import httpx
 
-from benchmarks.harness import Child, service_view, temporary_postgres_database
+from benchmarks.harness import service_view, temporary_postgres_database
 from benchmarks.testkit.outages import DiskUnavailable, RedisServer, SmallDisk, TcpProxy
 from benchmarks.testkit.pipelines import STEERABLE_PIPELINES
+from benchmarks.testkit.processes import ChildProcess
 from benchmarks.testkit.waits import free_port
 from core.services import Services
 
@@ -74,26 +75,26 @@ class Cluster:
     # None where no small disk can be mounted here: why, in `scratch_unavailable`.
     scratch: SmallDisk | None
     scratch_unavailable: str
-    gateways: dict[int, Child] = field(default_factory=dict)
-    workers: list[tuple[str, Child]] = field(default_factory=list)
-    retired: list[Child] = field(default_factory=list)
+    gateways: dict[int, ChildProcess] = field(default_factory=dict)
+    workers: list[tuple[str, ChildProcess]] = field(default_factory=list)
+    retired: list[ChildProcess] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def start_gateway(self, port: int) -> None:
-        args = ["-m", "sfumato", "serve", "--no-workers", "--port", str(port)]
+        args = ["serve", "--no-workers", "--port", str(port), "--log-level", "warning"]
         log = self.folder / f"gateway-{port}.log"
-        self.gateways[port] = Child([*args, "--log-level", "warning"], self.env, log).start()
+        self.gateways[port] = ChildProcess.sfumato(args, self.env, log).start()
 
-    def start_worker(self, queue: str) -> Child:
+    def start_worker(self, queue: str) -> ChildProcess:
         index = len(self.workers) + len(self.retired)
-        args = ["-m", "sfumato", "worker", "--queue", queue]
+        args = ["worker", "--queue", queue]
         env = {**self.env, "TMPDIR": str(self.scratch.path)} if self.scratch else self.env
-        child = Child(args, env, self.folder / f"worker-{queue}-{index}.log").start()
+        child = ChildProcess.sfumato(args, env, self.folder / f"worker-{queue}-{index}.log").start()
         with self.lock:
             self.workers.append((queue, child))
         return child
 
-    def replace_worker(self, queue: str, child: Child) -> None:
+    def replace_worker(self, queue: str, child: ChildProcess) -> None:
         with self.lock:
             self.workers.remove((queue, child))
             self.retired.append(child)
@@ -130,7 +131,7 @@ def wait_for(predicate: Any, timeout: float, what: str) -> None:
         time.sleep(0.2)
 
 
-def worker_ready(worker: Child) -> bool:
+def worker_ready(worker: ChildProcess) -> bool:
     return " ready." in worker.log.read_text(errors="replace")
 
 

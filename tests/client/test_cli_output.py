@@ -14,10 +14,10 @@ import pytest
 import typer.main
 from typer.testing import CliRunner
 
+from benchmarks.testkit.processes import REPO
 from models.presets import BY_NAME, CPU_PRESET, OPERATIONS
 from sfumato.cli import app
 from sfumato.cli.models import models_greeting
-from tests.support.service import REPO
 
 # What Typer's own help writes and a person would copy as syntax.
 TYPER_MARKS = re.compile(r"\{\w+\}|<(str|int|float|bool|path|list\[\w+\])>")

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import httpx
 
+from benchmarks.testkit.processes import REPO, ChildProcess
 from benchmarks.testkit.waits import free_port, wait_until
-from tests.support.service import REPO, Process
 
 
 def sfumato(data_dir: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
@@ -89,7 +89,7 @@ def test_demo_then_serve_answers_with_the_printed_key(tmp_path: Path) -> None:
     key = next(word for word in printed.split() if word.startswith("sfm_"))
     assert f"http://127.0.0.1:{port}/v1/images/generate" in printed, "the example names the port"
     assert sfumato(tmp_path, "demo").stdout.count(key) >= 1, "the same key on a second run"
-    server = Process(
+    server = ChildProcess.sfumato(
         ["serve", "--port", str(port)], {"SFUMATO_DATA_DIR": str(tmp_path)}, tmp_path / "log"
     ).start()
     try:
@@ -128,7 +128,7 @@ def test_key_and_plan_changes_from_the_cli_reach_a_running_embedded_server(
     made = sfumato(tmp_path, "keys", "create", "cli@example.com", "--name", "cached")
     key, key_id = made.stdout.strip().splitlines()[-1], made.stdout.split()[2]
     port = free_port()
-    server = Process(
+    server = ChildProcess.sfumato(
         ["serve", "--port", str(port)], {"SFUMATO_DATA_DIR": str(tmp_path)}, tmp_path / "log"
     ).start()
     url = f"http://127.0.0.1:{port}/v1/account"
