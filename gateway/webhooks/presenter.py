@@ -71,7 +71,7 @@ class WebhookPayloads:
 
     def __call__(self, event: str, moment: datetime, job: JobSnapshot) -> bytes:
         settings = self.services.settings
-        base_url = settings.files_url or settings.public_url or self.own_url()
+        base_url = settings.files_origin or self.own_url()
         signer = UrlSigner(self.services.storage, base_url, settings.signed_url_seconds)
         return render_json(
             {
