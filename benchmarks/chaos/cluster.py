@@ -3,12 +3,8 @@ store behind proxies the faults cut, a Redis server of its own, the workers' sma
 
 from __future__ import annotations
 
-import os
 import secrets
-import subprocess
-import sys
 import threading
-import time
 import uuid
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
@@ -24,7 +20,7 @@ from benchmarks.harness import service_view, temporary_postgres_database
 from benchmarks.testkit.outages import DiskUnavailable, RedisServer, SmallDisk, TcpProxy
 from benchmarks.testkit.pipelines import STEERABLE_PIPELINES
 from benchmarks.testkit.processes import ChildProcess
-from benchmarks.testkit.waits import free_port
+from benchmarks.testkit.waits import free_port, wait_until
 from core.services import Services
 
 BUCKET = "sfumato-chaos"
@@ -123,14 +119,6 @@ class Cluster:
             child.stop()
 
 
-def wait_for(predicate: Any, timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise RuntimeError(f"timed out after {timeout}s: {what}")
-        time.sleep(0.2)
-
-
 def worker_ready(worker: ChildProcess) -> bool:
     return " ready." in worker.log.read_text(errors="replace")
 
@@ -146,20 +134,15 @@ def _answers(url: str) -> bool:
 def _moto(folder: Path) -> Iterator[int]:
     """moto's S3 server in a process of its own, with the bucket made."""
     port = free_port()
-    log = (folder / "moto.log").open("ab")
-    process = subprocess.Popen(
-        [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
-        stdout=log,
-        stderr=log,
-        env={**os.environ, **AWS_ENV},
-    )
+    server = ChildProcess(
+        ["-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)], AWS_ENV, folder / "moto.log"
+    ).start()
     try:
-        wait_for(lambda: _answers(f"http://127.0.0.1:{port}/moto-api/"), 60, "moto up")
+        server.wait_for(lambda: _answers(f"http://127.0.0.1:{port}/moto-api/"), 60, "moto up")
         s3_client(port).create_bucket(Bucket=BUCKET)
         yield port
     finally:
-        process.terminate()
-        process.wait(20)
+        server.stop()
 
 
 def s3_client(port: int) -> Any:
@@ -230,7 +213,7 @@ def cluster(folder: Path) -> Iterator[Cluster]:
         # Ready: a gateway's sentence model loads after it starts answering (chaos/load.py),
         # which takes minutes on a busy 2-core machine.
         for port in running.gateways:
-            wait_for(lambda p=port: _answers(f"http://127.0.0.1:{p}/readyz"), 480, "gateway")
+            wait_until(lambda p=port: _answers(f"http://127.0.0.1:{p}/readyz"), 480, "gateway", 0.2)
         for _, worker in running.workers:
-            wait_for(lambda w=worker: worker_ready(w), 300, "worker")
+            wait_until(lambda w=worker: worker_ready(w), 300, "worker", 0.2)
         yield running
