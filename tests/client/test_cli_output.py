@@ -65,7 +65,11 @@ def test_generate_help_names_its_argument_and_value_types() -> None:
     "words",
     [["generate"], ["edit"], ["reframe"], ["upscale"], ["animate"], ["transition"],
      ["jobs", "list"], ["jobs", "show"], ["jobs", "cancel"], ["style", "extract"],
-     ["style", "search"], ["models", "presets"]],
+     ["style", "search"], ["models", "presets"], ["models", "list"],
+     ["accounts", "create"], ["accounts", "list"], ["accounts", "show"], ["accounts", "credit"],
+     ["accounts", "set-plan"], ["accounts", "set-password"], ["accounts", "set-admin"],
+     ["keys", "create"], ["keys", "list"], ["keys", "rename"], ["keys", "deactivate"],
+     ["keys", "activate"], ["keys", "revoke"]],
 )  # fmt: skip
 def test_commands_with_a_result_offer_json(words: list[str]) -> None:
     result = CliRunner().invoke(app, [*words, "--help"])
