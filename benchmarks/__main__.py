@@ -37,9 +37,10 @@ from benchmarks import (
     webhook_outbox,
 )
 from benchmarks.chaos import soak as chaos_soak
-from benchmarks.harness import REPO, Options
+from benchmarks.harness import Options
 from benchmarks.measures import raise_fd_limit
 from benchmarks.report import Section, document, machine, merged, run_stamp
+from benchmarks.testkit.processes import REPO
 
 BENCHMARKS: dict[str, Callable[[Options], Section]] = {
     "job_read": job_read.run,

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import yaml
 
-from benchmarks.harness import REPO
+from benchmarks.testkit.processes import REPO
 
 COMPOSE_FILES = (
     REPO / "deploy" / "compose.yaml",

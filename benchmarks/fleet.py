@@ -22,10 +22,8 @@ from benchmarks.harness import (
     CONFIG_FILE,
     REDIS_URL,
     ApiClient,
-    Child,
     Deployment,
     Options,
-    running,
     service_view,
     temporary_postgres_database,
     wait_until_ready,
@@ -34,6 +32,7 @@ from benchmarks.long_poll import completion_to_answer
 from benchmarks.measures import percentile
 from benchmarks.report import Section, Table, ms, verdict
 from benchmarks.testkit.pipelines import STEERABLE_PIPELINES
+from benchmarks.testkit.processes import ChildProcess, running
 from benchmarks.testkit.waits import free_port
 from core.accounts import authentication
 from core.db import Database
@@ -88,7 +87,7 @@ class TrivialGenerate:
 @dataclass
 class Fleet:
     deployments: list[Deployment]
-    workers: list[Child]
+    workers: list[ChildProcess]
     env: dict[str, str]
     work_dir: Path
     stack: ExitStack
@@ -96,11 +95,9 @@ class Fleet:
     def add_gateway(self, db: Database) -> Deployment:
         """One more `sfumato serve --no-workers`, ready; stopped when the fleet is."""
         port = free_port()
-        serve = ["-m", "sfumato", "serve", "--no-workers", "--port", str(port)]
+        serve = ["serve", "--no-workers", "--port", str(port), "--log-level", "warning"]
         log = self.work_dir / f"serve-{port}.log"
-        child = self.stack.enter_context(
-            running(Child([*serve, "--log-level", "warning"], self.env, log))
-        )
+        child = self.stack.enter_context(running(ChildProcess.sfumato(serve, self.env, log)))
         wait_until_ready(child, port)
         deployment = Deployment(child, port, db)
         self.deployments.append(deployment)
@@ -108,11 +105,11 @@ class Fleet:
 
     def add_workers(self, count: int) -> None:
         """`count` more `sfumato worker --queue image --concurrency 1` processes, ready."""
-        worker_args = ["-m", "sfumato", "worker", "--queue", "image", "--concurrency", "1"]
+        worker_args = ["worker", "--queue", "image", "--concurrency", "1"]
         children = [
             self.stack.enter_context(
                 running(
-                    Child(
+                    ChildProcess.sfumato(
                         worker_args,
                         self.env,
                         self.work_dir / f"worker-{len(self.workers) + index}.log",
@@ -122,7 +119,7 @@ class Fleet:
             for index in range(count)
         ]
         for child in children:
-            wait_for_log(child, " ready.")
+            child.wait_for_log(" ready.", 120)
         self.workers += children
 
     def stop_workers(self, count: int) -> None:
@@ -163,15 +160,6 @@ def fleet(
             running_fleet.add_gateway(services.db)
         running_fleet.add_workers(workers)
         yield running_fleet
-
-
-def wait_for_log(child: Child, text: str, timeout: float = 120) -> None:
-    deadline = time.monotonic() + timeout
-    while text not in child.log.read_text(errors="replace"):
-        child.check_alive()
-        if time.monotonic() > deadline:
-            raise RuntimeError(f"{child.log.name} did not say {text!r} in {timeout}s")
-        time.sleep(0.1)
 
 
 def run(options: Options) -> Section:

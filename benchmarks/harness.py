@@ -9,9 +9,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import subprocess
-import sys
-import time
 import uuid
 from collections.abc import Iterator, Sequence
 from contextlib import ExitStack, contextmanager
@@ -28,6 +25,7 @@ from benchmarks.httpclient import HttpConnection, Response, request_bytes
 
 # A generate pipeline steered by its prompt: `[sleep S] ...` takes S seconds, paints solid images.
 from benchmarks.testkit.pipelines import STEERABLE_PIPELINES
+from benchmarks.testkit.processes import ChildProcess, running
 from benchmarks.testkit.waits import free_port
 from core.accounts import api_keys
 from core.accounts import service as accounts
@@ -39,7 +37,6 @@ from core.tables import JobRow
 T = TypeVar("T")
 Mode = Literal["embedded", "distributed"]
 MODES: tuple[Mode, ...] = ("embedded", "distributed")
-REPO = Path(__file__).resolve().parents[1]
 POSTGRES_URL = os.environ.get(
     "SFUMATO_BENCH_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test"
 )
@@ -49,56 +46,7 @@ TERMINAL = ("completed", "failed")
 CONFIG_FILE = Path(__file__).with_name("generous.toml")
 
 
-class Child:
-    """A server process of the benchmark, its output in a log file."""
-
-    def __init__(self, args: list[str], env: dict[str, str], log: Path) -> None:
-        self.args = args
-        # The service's settings come from `env` alone, none from the benchmark's environment.
-        inherited = {
-            name: value for name, value in os.environ.items() if not name.startswith("SFUMATO_")
-        }
-        self.env = {**inherited, **env, "PYTHONPATH": str(REPO)}
-        self.log = log
-        self.popen: subprocess.Popen[bytes] | None = None
-
-    @property
-    def pid(self) -> int:
-        assert self.popen is not None
-        return self.popen.pid
-
-    def start(self) -> Child:
-        with self.log.open("ab") as handle:
-            self.popen = subprocess.Popen(
-                [sys.executable, *self.args], cwd=REPO, env=self.env, stdout=handle, stderr=handle
-            )
-        return self
-
-    def check_alive(self) -> None:
-        if self.popen is None or self.popen.poll() is not None:
-            raise RuntimeError(f"{' '.join(self.args)} exited (its log is {self.log.name})")
-
-    def stop(self) -> None:
-        if self.popen is None or self.popen.poll() is not None:
-            return
-        self.popen.terminate()
-        try:
-            self.popen.wait(20)
-        except subprocess.TimeoutExpired:
-            self.popen.kill()
-            self.popen.wait()
-
-
-@contextmanager
-def running(child: Child) -> Iterator[Child]:
-    child.start()
-    try:
-        yield child
-    finally:
-        child.stop()
-
-
-def wait_for_http(child: Child, port: int, timeout: float = 60) -> None:
+def wait_for_http(child: ChildProcess, port: int, timeout: float = 60) -> None:
     """Until the server answers anything on the port."""
     probe = request_bytes("GET", "/v1/openapi.json", port, {})
 
@@ -113,15 +61,10 @@ def wait_for_http(child: Child, port: int, timeout: float = 60) -> None:
         finally:
             connection.close()
 
-    deadline = time.monotonic() + timeout
-    while not asyncio.run(answered()):
-        child.check_alive()
-        if time.monotonic() > deadline:
-            raise RuntimeError(f"nothing answered on port {port} after {timeout}s")
-        time.sleep(0.1)
+    child.wait_for(lambda: asyncio.run(answered()), timeout, f"anything answering on port {port}")
 
 
-def wait_until_ready(child: Child, port: int, timeout: float = 180) -> None:
+def wait_until_ready(child: ChildProcess, port: int, timeout: float = 180) -> None:
     """Until the gateway's `/readyz` answers 200: its database, broker and style search's
     sentence model (loaded in a background thread at start-up, seconds of CPU) all ready, so no
     measured window shares the CPU with a start-up still going on."""
@@ -135,12 +78,9 @@ def wait_until_ready(child: Child, port: int, timeout: float = 180) -> None:
         finally:
             connection.close()
 
-    deadline = time.monotonic() + timeout
-    while not asyncio.run(ready()):
-        child.check_alive()
-        if time.monotonic() > deadline:
-            raise RuntimeError(f"the gateway on port {port} was not ready after {timeout}s")
-        time.sleep(0.2)
+    child.wait_for(
+        lambda: asyncio.run(ready()), timeout, f"the gateway on port {port} ready", interval=0.2
+    )
 
 
 @dataclass(frozen=True)
@@ -154,7 +94,7 @@ class JobTimes:
 class Deployment:
     """A running service: its gateway process and port, and its database."""
 
-    gateway: Child
+    gateway: ChildProcess
     port: int
     db: Database
 
@@ -213,7 +153,7 @@ def deployment(
         **(extra_env or {}),
     }
     port = free_port()
-    serve = ["-m", "sfumato", "serve", "--port", str(port), "--log-level", "warning"]
+    serve = ["serve", "--port", str(port), "--log-level", "warning"]
     with ExitStack() as stack:
         if mode == "distributed":
             redis.Redis.from_url(REDIS_URL).flushdb()
@@ -225,10 +165,12 @@ def deployment(
             serve.append("--no-workers")
         services = service_view(env)
         stack.callback(services.db.dispose)
-        gateway = stack.enter_context(running(Child(serve, env, data_dir / "serve.log")))
+        gateway = stack.enter_context(
+            running(ChildProcess.sfumato(serve, env, data_dir / "serve.log"))
+        )
         if mode == "distributed":
-            worker = ["-m", "sfumato", "worker", "--queue", "image", "--log-level", "warning"]
-            stack.enter_context(running(Child(worker, env, data_dir / "worker.log")))
+            worker = ["worker", "--queue", "image", "--log-level", "warning"]
+            stack.enter_context(running(ChildProcess.sfumato(worker, env, data_dir / "worker.log")))
         wait_until_ready(gateway, port)
         yield Deployment(gateway, port, services.db)
 

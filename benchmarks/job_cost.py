@@ -16,16 +16,11 @@ from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-from benchmarks.fleet import wait_for_log
 from benchmarks.harness import (
     CONFIG_FILE,
-    REPO,
     ApiClient,
-    Child,
     Deployment,
     Options,
-    free_port,
-    running,
     service_view,
     wait_until_ready,
 )
@@ -40,6 +35,8 @@ from benchmarks.shared_parts import (
     private_postgres,
     private_redis,
 )
+from benchmarks.testkit.processes import REPO, ChildProcess, running
+from benchmarks.testkit.waits import free_port
 
 SITES = REPO / "tests" / "fixtures" / "sites"
 IDLE_SECONDS = 5.0
@@ -204,15 +201,15 @@ def cost_fleet(work_dir: Path) -> Iterator[CostFleet]:
         services = service_view(env)
         stack.callback(services.db.dispose)
         port = free_port()
-        serve = ["-m", "sfumato", "serve", "--no-workers", "--port", str(port)]
+        serve = ["serve", "--no-workers", "--port", str(port), "--log-level", "warning"]
         gateway = stack.enter_context(
-            running(Child([*serve, "--log-level", "warning"], env, work_dir / "serve.log"))
+            running(ChildProcess.sfumato(serve, env, work_dir / "serve.log"))
         )
         workers = [
             stack.enter_context(
                 running(
-                    Child(
-                        ["-m", "sfumato", "worker", "--queue", queue, "--concurrency", "1"],
+                    ChildProcess.sfumato(
+                        ["worker", "--queue", queue, "--concurrency", "1"],
                         env,
                         work_dir / f"worker-{queue}.log",
                     )
@@ -222,7 +219,7 @@ def cost_fleet(work_dir: Path) -> Iterator[CostFleet]:
         ]
         wait_until_ready(gateway, port)
         for worker in workers:
-            wait_for_log(worker, " ready.")
+            worker.wait_for_log(" ready.", 120)
         yield CostFleet(
             Deployment(gateway, port, services.db), Counters(postgres, broker, traffic), site
         )

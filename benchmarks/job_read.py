@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import asyncio
 
-from benchmarks.harness import MODES, ApiClient, Child, Options, deployment, running, wait_for_http
+from benchmarks.harness import MODES, ApiClient, Options, deployment, wait_for_http
 from benchmarks.httpclient import request_bytes
 from benchmarks.loadgen import LoadResult, LoadSpec, measure
 from benchmarks.report import Section, Table, verdict
+from benchmarks.testkit.processes import ChildProcess, running
 from benchmarks.testkit.waits import free_port
 
 CONNECTIONS = 64
@@ -65,7 +66,7 @@ def run(options: Options) -> Section:
     document_path = bare_dir / "job.json"
     document_path.write_bytes(document)
     port = free_port()
-    bare_app = Child(
+    bare_app = ChildProcess(
         ["-m", "benchmarks.bare_app", "--port", str(port), "--document", str(document_path)],
         {},
         bare_dir / "bare_app.log",

@@ -20,8 +20,8 @@ from typing import Any
 
 from PIL import Image
 
-from benchmarks.harness import REPO
 from benchmarks.measures import child_pids, peak_rss_mib
+from benchmarks.testkit.processes import REPO
 from pipelines.base import (
     AnimateInput,
     EditInput,

@@ -7,7 +7,7 @@ import re
 import statistics
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
@@ -15,18 +15,19 @@ from pathlib import Path
 from benchmarks.harness import (
     CONFIG_FILE,
     REDIS_URL,
-    Child,
     Options,
-    running,
     temporary_postgres_database,
 )
 from benchmarks.report import Section, Table, verdict
+from benchmarks.testkit.processes import ChildProcess, running
 from benchmarks.testkit.waits import free_port
 
 GOAL_REPLICA_SECONDS = 1.5
 RUNS = 5
 # How often readiness is asked for: the measured time is late by at most this much.
 POLL_SECONDS = 0.01
+# A hang guard, not a goal.
+START_TIMEOUT = 240
 READY_LINE = re.compile(
     r"ready in [\d.]+ s \(imports (?P<imports>[\d.]+) s, migrations (?P<migrations>[\d.]+) s, "
     r"warm-up (?P<warm_up>[\d.]+) s\)"
@@ -113,13 +114,15 @@ def _starts(
 
 def _start_once(log: Path, args: list[str], env: dict[str, str], http: bool) -> Start:
     port = free_port()
-    command = ["-m", "sfumato", *args] + (["--port", str(port)] if http else [])
+    command = [*args, "--port", str(port)] if http else args
     started = time.perf_counter()
-    with running(Child(command, env, log)) as child:
+    with running(ChildProcess.sfumato(command, env, log)) as child:
         if http:
-            _wait(child, lambda: _answers_ready(port))
+            child.wait_for(lambda: _answers_ready(port), START_TIMEOUT, "/readyz", POLL_SECONDS)
             total = time.perf_counter() - started
-        _wait(child, lambda: _ready_line(log) is not None)
+        child.wait_for(
+            lambda: _ready_line(log) is not None, START_TIMEOUT, "the ready line", POLL_SECONDS
+        )
         if not http:
             total = time.perf_counter() - started
     line = _ready_line(log)
@@ -133,15 +136,6 @@ def _ready_line(log: Path) -> tuple[float, float, float] | None:
     if found is None:
         return None
     return float(found["imports"]), float(found["migrations"]), float(found["warm_up"])
-
-
-def _wait(child: Child, ready: Callable[[], bool], timeout: float = 240) -> None:
-    deadline = time.monotonic() + timeout
-    while not ready():
-        child.check_alive()
-        if time.monotonic() > deadline:
-            raise RuntimeError(f"{' '.join(child.args)} not ready after {timeout} s")
-        time.sleep(POLL_SECONDS)
 
 
 def _answers_ready(port: int) -> bool:

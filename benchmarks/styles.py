@@ -13,17 +13,15 @@ import numpy as np
 
 from benchmarks.harness import (
     MODES,
-    REPO,
     ApiClient,
-    Child,
     Deployment,
     Options,
     deployment,
-    running,
     wait_for_http,
 )
 from benchmarks.measures import percentile
 from benchmarks.report import Section, Table, ms, verdict
+from benchmarks.testkit.processes import REPO, ChildProcess, running
 from benchmarks.testkit.waits import free_port
 from core.accounts import authentication
 from core.fetch import Fetched, FetchPolicy, fetch
@@ -172,7 +170,7 @@ def _score(extraction: Extraction, known: dict[str, str]) -> tuple[int, list[str
 
 def _extraction(options: Options, section: Section) -> tuple[Table, Table]:
     port = free_port()
-    server = Child(
+    server = ChildProcess(
         ["-m", "http.server", str(port), "--bind", "127.0.0.1", "--directory", str(SITES)],
         {},
         options.work_dir / "styles-sites.log",

@@ -33,13 +33,18 @@ def refuse_if_input_of_job_in_flight(
 ) -> None:
     """A job's inputs name the stored files it reads (core/references): deleting one under a
     job in flight would fail that job."""
-    keys = [item.storage_key for item in media]
-    if not keys:
-        return
-    for inputs in jobs_repository.in_flight_inputs(session, account_id):
-        text = json.dumps(inputs)
-        if any(key in text for key in keys):
-            raise InputOfJobInFlight(what)
+    if inputs_of_jobs_in_flight(session, account_id, media):
+        raise InputOfJobInFlight(what)
+
+
+def inputs_of_jobs_in_flight(
+    session: Session, account_id: str, media: Sequence[Media]
+) -> list[Media]:
+    """Those of `media` that a pending or processing job of the account reads."""
+    if not media:
+        return []
+    texts = [json.dumps(inputs) for inputs in jobs_repository.in_flight_inputs(session, account_id)]
+    return [item for item in media if any(item.storage_key in text for text in texts)]
 
 
 def drop_media(session: Session, media: Sequence[Media]) -> list[str]:

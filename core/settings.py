@@ -161,6 +161,12 @@ class Settings(BaseSettings):
         return value.rstrip("/")
 
     @property
+    def files_origin(self) -> str:
+        """Where the URLs of stored files point when configured: the files origin, else the
+        public URL; empty when neither is set (the caller then names its own address)."""
+        return self.files_url or self.public_url
+
+    @property
     def resolved_database_url(self) -> str:
         if self.database_url:
             return self.database_url

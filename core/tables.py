@@ -298,13 +298,20 @@ class Style(Base):
     """A saved brand style: the StyleDetail fields, owned by an account."""
 
     __tablename__ = "styles"
-    __table_args__ = (Index("ix_styles_account_created", "account_id", "created_at", "id"),)
+    __table_args__ = (
+        Index("ix_styles_account_created", "account_id", "created_at", "id"),
+        Index("ix_styles_account_site", "account_id", "site"),
+    )
 
     id: Mapped[str] = mapped_column(String(36), primary_key=True, default=new_id)
     account_id: Mapped[str] = mapped_column(ForeignKey("accounts.id"))
+    # The extraction that saved it last (a new extraction of its site saves over it).
     job_id: Mapped[str | None] = mapped_column(ForeignKey("jobs.id"), nullable=True)
     name: Mapped[str] = mapped_column(String(200))
     url: Mapped[str | None] = mapped_column(Text, nullable=True)
+    # The address extraction was asked for, normalised (core/styles/sites.py): a new extraction
+    # of the same site updates this style. None for a style not extracted.
+    site: Mapped[str | None] = mapped_column(Text, nullable=True)
     description: Mapped[str | None] = mapped_column(Text, nullable=True)
     tagline: Mapped[str | None] = mapped_column(Text, nullable=True)
     colours: Mapped[list[dict[str, Any]]] = mapped_column(JSONType)

@@ -109,8 +109,7 @@ def public_base_url(request: Request) -> str:
 def files_base_url(request: Request) -> str:
     """Where the URLs of stored files point: the configured files origin, else the configured
     public URL; only a deployment that sets neither takes the request's own `Host` header."""
-    settings = runtime_of(request).services.settings
-    return settings.files_url or settings.public_url or _request_base_url(request)
+    return runtime_of(request).services.settings.files_origin or _request_base_url(request)
 
 
 def url_signer_for(request: Request) -> UrlSigner:

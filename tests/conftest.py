@@ -5,8 +5,9 @@ The HTTP suite runs twice: embedded (SQLite, in-process broker and workers) and 
 are set; `.ci/run` sets them. Without them the distributed runs are reported as skipped.
 Storage tests (uploads, references) also ask for a third deployment by indirect
 parametrization, `pytest.mark.parametrize("service", [..., "s3"], indirect=True)`: embedded,
-with its media in an S3-protocol server the tests start. Being one fixture, only one of the
-three runs at a time (two embedded services in one process would share the in-memory broker).
+with its media in an S3-protocol server the tests start; style extraction on PostgreSQL asks for
+"distributed-fetching". Being one fixture, only one of them runs at a time (two embedded
+services in one process would share the in-memory broker).
 
 `make test` runs the suite on every core (pytest-xdist, `--dist loadgroup`); docs/testing.md
 says how the workers are kept apart: each its own PostgreSQL databases, Redis key namespaces,
@@ -128,17 +129,24 @@ def distributed_mode(database_url: str, broker_url: str) -> Mode:
     return Mode("distributed", env, separate_workers=True)
 
 
+# The fetcher allowed to reach this machine's test web servers (SFUMATO_FETCH_ALLOW), and a short
+# render budget for style extraction (the fixture sites render in 1-2 s; the hung one is cut off
+# sooner).
+FETCHING_ENV = {"SFUMATO_FETCH_ALLOW": "127.0.0.1", "SFUMATO_STYLE_RENDER_SECONDS": "8"}
+
+
 def s3_mode(storage_url: str) -> Mode:
-    """Embedded with media in S3, the fetcher allowed to reach this machine's test web servers
-    (SFUMATO_FETCH_ALLOW), and a short render budget for style extraction (the fixture sites
-    render in 1-2 s; the hung one is cut off sooner)."""
-    env = {
-        **COMMON_ENV,
-        "SFUMATO_STORAGE_URL": storage_url,
-        "SFUMATO_FETCH_ALLOW": "127.0.0.1",
-        "SFUMATO_STYLE_RENDER_SECONDS": "8",
-    }
+    """Embedded with media in S3, fetching from this machine (`FETCHING_ENV`)."""
+    env = {**COMMON_ENV, "SFUMATO_STORAGE_URL": storage_url, **FETCHING_ENV}
     return Mode("s3", env, separate_workers=False)
+
+
+def distributed_fetching_mode(database_url: str, broker_url: str) -> Mode:
+    """Distributed, fetching from this machine (`FETCHING_ENV`): style extraction on
+    PostgreSQL and worker processes."""
+    distributed = distributed_mode(database_url, broker_url)
+    env = {**distributed.env, **FETCHING_ENV}
+    return Mode("distributed-fetching", env, separate_workers=True)
 
 
 @pytest.fixture(scope="session", params=["embedded", "distributed"])
@@ -150,6 +158,10 @@ def service(
             mode = embedded_mode()
         elif request.param == "s3":
             mode = s3_mode(stack.enter_context(s3_server()))
+        elif request.param == "distributed-fetching":
+            mode = distributed_fetching_mode(
+                request.getfixturevalue("postgres_database"), request.getfixturevalue("redis_url")
+            )
         else:
             mode = distributed_mode(
                 request.getfixturevalue("postgres_database"), request.getfixturevalue("redis_url")

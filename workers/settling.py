@@ -37,11 +37,13 @@ class Settlement:
         completed = through_database_blips(
             f"completing job {job.id}",
             lambda: self.lifecycle.complete(
-                claim, outcome.result, outcome.media, outcome.message, outcome.records
+                claim, outcome.result, outcome.media, outcome.message, outcome.save
             ),
         )
         if not completed:
             raise ClaimLost()
+        if outcome.saved is not None:
+            outcome.saved()
         log.info(
             "job %s %s completed in %.2fs, peak rss %d MiB",
             job.id,

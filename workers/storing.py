@@ -8,9 +8,11 @@ import logging
 import os
 import tempfile
 import time
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass
 
 from PIL import Image
+from sqlalchemy.orm import Session
 
 from core.ids import new_id
 from core.jobs.contract import (
@@ -26,7 +28,7 @@ from core.jobs.contract import (
 from core.jobs.lifecycle import JobLifecycle
 from core.services import Services
 from core.storage import StorageError
-from core.tables import Base, JobRow, Media
+from core.tables import JobRow, Media
 from pipelines.base import ImageOutput, VideoOutput
 from pipelines.media.mp4 import poster_jpeg
 
@@ -41,8 +43,10 @@ class Outcome:
     result: StoredResult
     media: list[Media]
     message: str | None = None
-    # Other rows the job makes, saved with its completion (a style extraction's style).
-    records: list[Base] = field(default_factory=list)
+    # The job's other writes, in its completion's transaction (a style extraction saves its
+    # style), and what follows once that committed (the files that saving retired deleted).
+    save: Callable[[Session], None] | None = None
+    saved: Callable[[], None] | None = None
 
 
 class OutputStore:

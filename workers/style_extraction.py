@@ -3,6 +3,11 @@ browser, or as text) through the project's SSRF-safe fetcher, its brand images c
 re-hosted as the style's first assets, and the style row made to be saved with the job's
 completion (so a cancelled extraction saves nothing).
 
+Extracting a site the account already has a style of (the same `core.styles.sites` address)
+saves over that style, keeping its id and the images linked into its folder, unless the job
+asked for a new one (`asNew`); the earlier extraction's brand images are retired in the same
+transaction (`core.styles.service.ExtractedStyle`).
+
 `StyleExtractor` holds the worker's Chromium: started on the first extraction (about a second),
 reused by every extraction after, restarted by `pipelines.styles.Browser` when it dies, closed by
 `close()` when the worker stops (`JobRunner.close`). Without Chromium (not installed, or
@@ -26,10 +31,13 @@ from core.images import ImageFacts, NotAnImage, TooManyPixels, inspect_image
 from core.jobs.contract import NOTES_SEPARATOR, ExtractStyleJobInputs, SavedStyleRef, StyleResult
 from core.services import Services
 from core.settings import Settings
+from core.styles import service as styles_service
 from core.styles.assets import AssetDraft, build_assets, describe_draft
 from core.styles.payload import stored as stored_payload
 from core.styles.payload import validate_style
 from core.styles.semantics import AssetSemantics
+from core.styles.service import ExtractedStyle
+from core.styles.sites import site_address
 from core.tables import JobRow, Media, Style
 from pipelines.base import ExtractStyleInput, JobControl
 from pipelines.registry import PipelineRegistry
@@ -126,10 +134,16 @@ class StyleExtraction:
 
     def run(self, job: JobRow, control: JobControl) -> Outcome:
         control.progress(0.1, "reading the site")
-        url = ExtractStyleJobInputs.model_validate(job.inputs).url
-        extraction = self.extractor.extract(self.pipelines, url, control)
+        inputs = ExtractStyleJobInputs.model_validate(job.inputs)
+        extraction = self.extractor.extract(self.pipelines, inputs.url, control)
         control.progress(0.8, "keeping the brand images")
-        style_id = new_id()
+        site = site_address(inputs.url)
+        existing = (
+            None
+            if inputs.as_new
+            else styles_service.style_of_site(self.services.db, job.account_id, site)
+        )
+        style_id = existing.id if existing is not None else new_id()
         media: list[Media] = []
         try:
             stored = self._store_brand_images(job, style_id, extraction.brand_images, media)
@@ -146,6 +160,7 @@ class StyleExtraction:
             job_id=job.id,
             name=detail.name,
             url=detail.url,
+            site=site,
             description=detail.description,
             tagline=detail.tagline,
             colours=stored_payload(detail.colours),
@@ -156,7 +171,14 @@ class StyleExtraction:
         )
         result = StyleResult(style=SavedStyleRef(id=style_id))
         message = NOTES_SEPARATOR.join(extraction.notes) or None
-        return Outcome(result, media, message, [style, *assets])
+        saving = ExtractedStyle(style, assets)
+        return Outcome(
+            result,
+            media,
+            message,
+            save=saving.save,
+            saved=lambda: saving.delete_retired(self.services.storage),
+        )
 
     def _store_brand_images(
         self, job: JobRow, style_id: str, images: list[BrandImage], media: list[Media]
@@ -178,7 +200,8 @@ class StyleExtraction:
                 continue
             seen.add(digest)
             budget -= len(image.body)
-            key = f"styles/{style_id}/{image.role}{facts.extension}"
+            # Under the job too: a re-extraction stores beside the images it replaces.
+            key = f"styles/{style_id}/{job.id}/{image.role}{facts.extension}"
             row = self.store.put_media(
                 job, "brand", key, image.body, facts.content_type, (facts.width, facts.height)
             )

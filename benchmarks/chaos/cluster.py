@@ -3,12 +3,8 @@ store behind proxies the faults cut, a Redis server of its own, the workers' sma
 
 from __future__ import annotations
 
-import os
 import secrets
-import subprocess
-import sys
 import threading
-import time
 import uuid
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
@@ -20,10 +16,11 @@ from urllib.parse import urlsplit, urlunsplit
 import boto3
 import httpx
 
-from benchmarks.harness import Child, service_view, temporary_postgres_database
+from benchmarks.harness import service_view, temporary_postgres_database
 from benchmarks.testkit.outages import DiskUnavailable, RedisServer, SmallDisk, TcpProxy
 from benchmarks.testkit.pipelines import STEERABLE_PIPELINES
-from benchmarks.testkit.waits import free_port
+from benchmarks.testkit.processes import ChildProcess
+from benchmarks.testkit.waits import free_port, wait_until
 from core.services import Services
 
 BUCKET = "sfumato-chaos"
@@ -74,26 +71,26 @@ class Cluster:
     # None where no small disk can be mounted here: why, in `scratch_unavailable`.
     scratch: SmallDisk | None
     scratch_unavailable: str
-    gateways: dict[int, Child] = field(default_factory=dict)
-    workers: list[tuple[str, Child]] = field(default_factory=list)
-    retired: list[Child] = field(default_factory=list)
+    gateways: dict[int, ChildProcess] = field(default_factory=dict)
+    workers: list[tuple[str, ChildProcess]] = field(default_factory=list)
+    retired: list[ChildProcess] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def start_gateway(self, port: int) -> None:
-        args = ["-m", "sfumato", "serve", "--no-workers", "--port", str(port)]
+        args = ["serve", "--no-workers", "--port", str(port), "--log-level", "warning"]
         log = self.folder / f"gateway-{port}.log"
-        self.gateways[port] = Child([*args, "--log-level", "warning"], self.env, log).start()
+        self.gateways[port] = ChildProcess.sfumato(args, self.env, log).start()
 
-    def start_worker(self, queue: str) -> Child:
+    def start_worker(self, queue: str) -> ChildProcess:
         index = len(self.workers) + len(self.retired)
-        args = ["-m", "sfumato", "worker", "--queue", queue]
+        args = ["worker", "--queue", queue]
         env = {**self.env, "TMPDIR": str(self.scratch.path)} if self.scratch else self.env
-        child = Child(args, env, self.folder / f"worker-{queue}-{index}.log").start()
+        child = ChildProcess.sfumato(args, env, self.folder / f"worker-{queue}-{index}.log").start()
         with self.lock:
             self.workers.append((queue, child))
         return child
 
-    def replace_worker(self, queue: str, child: Child) -> None:
+    def replace_worker(self, queue: str, child: ChildProcess) -> None:
         with self.lock:
             self.workers.remove((queue, child))
             self.retired.append(child)
@@ -122,15 +119,7 @@ class Cluster:
             child.stop()
 
 
-def wait_for(predicate: Any, timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise RuntimeError(f"timed out after {timeout}s: {what}")
-        time.sleep(0.2)
-
-
-def worker_ready(worker: Child) -> bool:
+def worker_ready(worker: ChildProcess) -> bool:
     return " ready." in worker.log.read_text(errors="replace")
 
 
@@ -145,20 +134,15 @@ def _answers(url: str) -> bool:
 def _moto(folder: Path) -> Iterator[int]:
     """moto's S3 server in a process of its own, with the bucket made."""
     port = free_port()
-    log = (folder / "moto.log").open("ab")
-    process = subprocess.Popen(
-        [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
-        stdout=log,
-        stderr=log,
-        env={**os.environ, **AWS_ENV},
-    )
+    server = ChildProcess(
+        ["-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)], AWS_ENV, folder / "moto.log"
+    ).start()
     try:
-        wait_for(lambda: _answers(f"http://127.0.0.1:{port}/moto-api/"), 60, "moto up")
+        server.wait_for(lambda: _answers(f"http://127.0.0.1:{port}/moto-api/"), 60, "moto up")
         s3_client(port).create_bucket(Bucket=BUCKET)
         yield port
     finally:
-        process.terminate()
-        process.wait(20)
+        server.stop()
 
 
 def s3_client(port: int) -> Any:
@@ -229,7 +213,7 @@ def cluster(folder: Path) -> Iterator[Cluster]:
         # Ready: a gateway's sentence model loads after it starts answering (chaos/load.py),
         # which takes minutes on a busy 2-core machine.
         for port in running.gateways:
-            wait_for(lambda p=port: _answers(f"http://127.0.0.1:{p}/readyz"), 480, "gateway")
+            wait_until(lambda p=port: _answers(f"http://127.0.0.1:{p}/readyz"), 480, "gateway", 0.2)
         for _, worker in running.workers:
-            wait_for(lambda w=worker: worker_ready(w), 300, "worker")
+            wait_until(lambda w=worker: worker_ready(w), 300, "worker", 0.2)
         yield running

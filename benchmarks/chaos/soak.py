@@ -13,9 +13,10 @@ from sqlalchemy import select
 from benchmarks.chaos.cluster import LEASE_SECONDS, SCRATCH_BYTES, WAIT_SECONDS, Cluster, cluster
 from benchmarks.chaos.faults import FAULT_KINDS, Faults
 from benchmarks.chaos.invariants import Outcome, accepted_jobs, check
-from benchmarks.harness import Child, Options
+from benchmarks.harness import Options
 from benchmarks.measures import percentile
 from benchmarks.report import Section, Table
+from benchmarks.testkit.processes import ChildProcess
 from benchmarks.testkit.sites import site_server
 from core.accounts import api_keys
 from core.accounts import service as accounts
@@ -74,7 +75,7 @@ def soak(minutes: float, folder: Path) -> Outcome:
         }
         plan_file = folder / "plan.json"
         plan_file.write_text(json.dumps(plan))
-        load = Child(
+        load = ChildProcess(
             ["-m", "benchmarks.chaos.load", str(plan_file)], {}, folder / "load.log"
         ).start()
         started = time.monotonic()

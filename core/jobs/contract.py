@@ -319,6 +319,10 @@ class ExtractStyleJobInputs(Stored):
     operation: ClassVar[Operation] = Operation.EXTRACT_STYLE
 
     url: str
+    # Save a second style rather than update the account's style of the same site.
+    as_new: bool = False
+
+    EXTENSIONS = frozenset({"as_new"})
 
 
 JobInputs = (

@@ -325,7 +325,7 @@ class JobCreation:
         refused = refusal_without_lookup(request.url, policy)
         if refused is not None:
             raise InvalidInput({"url": f"{refused}: it is never fetched"})
-        return _Planned(ExtractStyleJobInputs(url=request.url))
+        return _Planned(ExtractStyleJobInputs(url=request.url, as_new=request.as_new))
 
 
 def _steering_inputs(request: GenerateRequest | EditRequest) -> dict[str, Any]:

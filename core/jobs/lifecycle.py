@@ -12,7 +12,9 @@ the broker may have lost.
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+
+from sqlalchemy.orm import Session
 
 from core.accounts.service import Caller
 from core.broker import TaskPublisher
@@ -27,7 +29,7 @@ from core.jobs.contract import (
 from core.jobs.dispatch import Dispatcher
 from core.services import Services
 from core.storage import StorageError
-from core.tables import Base, JobRow, Media
+from core.tables import JobRow, Media
 
 log = logging.getLogger(__name__)
 
@@ -105,12 +107,12 @@ class JobLifecycle:
         result: StoredResult,
         media: Sequence[Media],
         message: str | None,
-        records: Sequence[Base] = (),
+        save: Callable[[Session], None] | None = None,
     ) -> bool:
-        """processing -> completed with its media and other rows, the charge settled; False
+        """processing -> completed with its media and other writes, the charge settled; False
         when the job stopped being this worker's first."""
         completed = jobs_service.complete(
-            self.services.db, claim, result.stored(), media, message, records
+            self.services.db, claim, result.stored(), media, message, save
         )
         if completed:
             self._ended(claim.job)

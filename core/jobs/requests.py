@@ -220,6 +220,13 @@ class FramesRequest(JobRequestModel):
 # A brand style extracted from a website.
 class ExtractRequest(JobRequestModel):
     url: PageUrl
+    as_new: bool = extension(
+        "save a second style even where the account already has one of this site (the same "
+        "address: scheme, host and path); by default that style is updated in place",
+        False,
+    )
+
+    EXTENSIONS = ON_EVERY_CREATE | {"as_new"}
 
 
 JobRequest = (

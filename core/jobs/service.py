@@ -15,7 +15,7 @@ import hashlib
 import json
 import math
 import secrets
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -44,7 +44,7 @@ from core.jobs.contract import (
 from core.jobs.requests import RequestModel
 from core.pagination import decode_cursor, page_of
 from core.services import Services
-from core.tables import Account, Base, JobRow, Media, Plan
+from core.tables import Account, JobRow, Media, Plan
 from core.webhooks import outbox
 from core.webhooks.events import JobEvent
 
@@ -362,14 +362,15 @@ def complete(
     result: dict[str, Any],
     media: Sequence[Media],
     message: str | None,
-    records: Sequence[Base] = (),
+    save: Callable[[Session], None] | None = None,
 ) -> bool:
-    """processing -> completed, settling the charge, with the media and any other rows the job
-    made (a saved style) in the same transaction; False if cancelled or lost meanwhile.
+    """processing -> completed, settling the charge, with the media and the job's other writes
+    (`save`: a style extraction saves its style) in the same transaction; False if cancelled or
+    lost meanwhile.
 
     On PostgreSQL a job without other rows completes in one statement committing by itself, its
     webhook deliveries in it (`repository.COMPLETE`: one round trip, one durable commit);
-    SQLite, which has no data-modifying CTEs, and a job with other rows (ORM objects) write the
+    SQLite, which has no data-modifying CTEs, and a job with other writes (ORM objects) write the
     same rows with `repository.complete_in_transaction`'s statements and `outbox.record`, in one
     transaction."""
     job = claim.job
@@ -383,7 +384,7 @@ def complete(
         entry_id=new_id(),
         reason=credits.settle_reason(job.credits_reserved),
     )
-    if not records and not db.is_sqlite:
+    if save is None and not db.is_sqlite:
         with db.statements() as connection:
             if repository.complete(connection, completion):
                 return True
@@ -392,7 +393,8 @@ def complete(
     with db.write() as session:
         if not repository.complete_in_transaction(session.connection(), completion):
             return _ended_by(session, claim, JobStatus.COMPLETED)
-        session.add_all(records)
+        if save is not None:
+            save(session)
         outbox.record(session, job.id, JobEvent.COMPLETED, completion.moment)
         return True
 

@@ -10,7 +10,7 @@ from sqlalchemy import Connection, delete, func, select
 from sqlalchemy.orm import Session
 
 from core.pagination import newest_first
-from core.tables import Style, StyleAsset
+from core.tables import Media, Style, StyleAsset
 
 
 def add(session: Session, style: Style) -> None:
@@ -24,6 +24,15 @@ def get_owned(
     if for_update:
         query = query.with_for_update()
     return session.scalars(query).first()
+
+
+def newest_of_site(session: Session, account_id: str, site: str) -> Style | None:
+    return session.scalars(
+        select(Style)
+        .where(Style.account_id == account_id, Style.site == site)
+        .order_by(Style.created_at.desc(), Style.id.desc())
+        .limit(1)
+    ).first()
 
 
 def page(
@@ -102,6 +111,28 @@ def media_linked_elsewhere(session: Session, media_ids: Sequence[str], style_id:
             )
         )
     )
+
+
+def brand_media_not_of_job(session: Session, style_id: str, job_id: str) -> Sequence[Media]:
+    """The brand images in the style's folder that another extraction than `job_id` stored."""
+    return session.scalars(
+        select(Media)
+        .join(StyleAsset, StyleAsset.media_id == Media.id)
+        .where(
+            StyleAsset.style_id == style_id,
+            Media.kind == "brand",
+            Media.job_id.is_distinct_from(job_id),
+        )
+    ).all()
+
+
+def unlink_from_style(session: Session, style_id: str, media_ids: Sequence[str]) -> None:
+    if media_ids:
+        session.execute(
+            delete(StyleAsset).where(
+                StyleAsset.style_id == style_id, StyleAsset.media_id.in_(list(media_ids))
+            )
+        )
 
 
 def delete_style(session: Session, style_id: str) -> None:

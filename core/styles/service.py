@@ -1,8 +1,13 @@
-"""Saved brand styles: reading them, what one lends a generation, deleting one. Their linked
+"""Saved brand styles: reading them, saving an extraction's, what one lends a generation,
+deleting one. Their linked
 folders of assets are `assets.py`, search over them `search.py`, the sentence model's part
 `semantics.py`."""
 
 from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from sqlalchemy.orm import Session
 
 from core import removal
 from core.db import Database
@@ -11,9 +16,10 @@ from core.jobs import repository as jobs_repository
 from core.jobs.contract import LentStyle
 from core.pagination import decode_cursor, page_of
 from core.services import Services
+from core.storage import Storage
 from core.styles import repository
 from core.styles.payload import GradientColour, SolidColour, colours_of
-from core.tables import Style
+from core.tables import Media, Style, StyleAsset
 
 
 class StyleNotFound(NotFound):
@@ -26,6 +32,13 @@ class StyleNotFound(NotFound):
 def get_owned(db: Database, account_id: str, style_id: str) -> Style | None:
     with db.read() as session:
         return repository.get_owned(session, style_id, account_id)
+
+
+def style_of_site(db: Database, account_id: str, site: str) -> Style | None:
+    """The account's style of this site (`sites.site_address`) that a new extraction of it
+    updates: the newest, where `asNew` made several."""
+    with db.read() as session:
+        return repository.newest_of_site(session, account_id, site)
 
 
 def list_page(
@@ -81,3 +94,43 @@ def delete(services: Services, account_id: str, style_id: str) -> None:
         repository.delete_style(session, style.id)
         keys = removal.drop_media(session, brand)
     removal.delete_stored(services.storage, keys)
+
+
+@dataclass
+class ExtractedStyle:
+    """What an extraction saves with its job's completion (`save`, in that transaction): its
+    style, new or saved over the account's style of the same site (the same id: its created
+    time and the images linked into its folder stay), and the brand images it stored. Saving
+    over a style retires the brand images an earlier extraction stored: they leave its folder,
+    and their rows go unless another style's folder links them; one that a pending or
+    processing job reads stays (deleted with the style). Their files are deleted once the
+    completion committed (`delete_retired`). The style row is locked first, so two
+    re-extractions finishing together save one after the other: the last one's fields and
+    brand images remain."""
+
+    style: Style
+    assets: list[StyleAsset]
+    retired_keys: list[str] = field(default_factory=list)
+
+    def save(self, session: Session) -> None:
+        style = self.style
+        repository.get_owned(session, style.id, style.account_id, for_update=True)
+        # Merged: saved over the row of that id if it exists (a style deleted meanwhile comes
+        # back); its created time, not set here, is kept.
+        session.merge(style)
+        repository.add_assets(session, self.assets)
+        retired: list[Media] = []
+        if style.job_id is not None:
+            replaced = repository.brand_media_not_of_job(session, style.id, style.job_id)
+            in_use = removal.inputs_of_jobs_in_flight(session, style.account_id, replaced)
+            kept = {item.id for item in in_use}
+            retired = [item for item in replaced if item.id not in kept]
+        ids = [item.id for item in retired]
+        shared = repository.media_linked_elsewhere(session, ids, style.id)
+        repository.unlink_from_style(session, style.id, ids)
+        self.retired_keys = removal.drop_media(
+            session, [item for item in retired if item.id not in shared]
+        )
+
+    def delete_retired(self, storage: Storage) -> None:
+        removal.delete_stored(storage, self.retired_keys)

@@ -12,7 +12,14 @@ python=${1:-python3.11}
 wheelhouse=deploy/docker/wheelhouse
 # pip evaluates environment markers for the Python it runs on: redis needs async-timeout below
 # Python 3.11.3 (Debian bookworm's is 3.11.2), so it is named here for the images.
-"$python" -m pip download --quiet --only-binary=:all: --dest "$wheelhouse" \
+# Where the suite's venv exists, the images take exactly the versions it tested (tests/stack
+# once found a newer typer there that broke every command), not whatever is newest today.
+constraints=()
+if [ -x .venv/bin/pip ]; then
+    .venv/bin/pip freeze --exclude-editable | grep -v '^-e ' > "$wheelhouse/.constraints.txt"
+    constraints=(--constraint "$wheelhouse/.constraints.txt")
+fi
+"$python" -m pip download --quiet --only-binary=:all: --dest "$wheelhouse" "${constraints[@]}" \
     . ./clients/python 'setuptools>=77' wheel 'async-timeout>=4.0.3' 
 # The image must carry torch's CPU build; refuse a wheelhouse that resolved to another.
 if ls "$wheelhouse"/torch-*.whl | grep -qv '+cpu'; then

@@ -406,7 +406,9 @@ REQUESTS: dict[str, Callable[[Page], JobRequest]] = {
             "negative_prompt": _optional(page.field("negative_prompt")),
         }
     ),
-    "extract": lambda page: ExtractRequest.from_fields({"url": page.field("url")}),
+    "extract": lambda page: ExtractRequest.from_fields(
+        {"url": page.field("url"), "as_new": page.field("as_new") == "on"}
+    ),
 }
 
 

@@ -151,6 +151,7 @@ def extract(page: PostedDep) -> Response:
             message=refused.message,
             details=refused.details,
             url=page.field("url"),
+            as_new=page.field("as_new") == "on",
         )
     return see_other(f"{PREFIX}/jobs/{job_id}")
 

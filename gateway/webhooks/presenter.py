@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import datetime
-from typing import Any
 
 from core.clock import isoformat_ms
 from core.services import Services
@@ -16,47 +15,47 @@ from core.webhooks.service import JobDelivery
 from gateway.jobs.presenter import JobPresenter
 from gateway.responses import render_json
 from gateway.signing import UrlSigner
+from gateway.webhooks import schemas
 
 
 def _time(moment: datetime | None) -> str | None:
     return isoformat_ms(moment) if moment is not None else None
 
 
-def endpoint_view(endpoint: WebhookEndpoint, secret: str | None = None) -> dict[str, Any]:
-    view: dict[str, Any] = {
-        "id": endpoint.id,
-        "url": endpoint.url,
-        "events": list(endpoint.events),
-        "createdAt": isoformat_ms(endpoint.created_at),
-        "disabledAt": _time(endpoint.disabled_at),
-        "disabledReason": endpoint.disabled_reason,
-    }
-    if secret is not None:
-        view["secret"] = secret
-    return view
+def endpoint_view(endpoint: WebhookEndpoint, secret: str | None = None) -> schemas.WebhookEndpoint:
+    view = schemas.WebhookEndpoint(
+        id=endpoint.id,
+        url=endpoint.url,
+        events=list(endpoint.events),
+        createdAt=isoformat_ms(endpoint.created_at),
+        disabledAt=_time(endpoint.disabled_at),
+        disabledReason=endpoint.disabled_reason,
+    )
+    # The secret is in the answer that made it only: elsewhere the field is left out, not null.
+    return view if secret is None else view.model_copy(update={"secret": secret})
 
 
-def delivery_view(item: JobDelivery) -> dict[str, Any]:
+def delivery_view(item: JobDelivery) -> schemas.WebhookDelivery:
     delivery = item.delivery
-    return {
-        "id": delivery.id,
-        "event": delivery.event,
-        "url": delivery.url,
-        "endpointId": delivery.endpoint_id,
-        "status": delivery.status,
-        "createdAt": isoformat_ms(delivery.created_at),
-        "finishedAt": _time(delivery.finished_at),
-        "nextAttemptAt": _time(delivery.next_attempt_at) if delivery.status == PENDING else None,
-        "attempts": [
-            {
-                "attemptedAt": isoformat_ms(attempt.attempted_at),
-                "statusCode": attempt.status_code,
-                "error": attempt.error,
-                "durationSeconds": round(attempt.seconds, 3),
-            }
+    return schemas.WebhookDelivery(
+        id=delivery.id,
+        event=delivery.event,
+        url=delivery.url,
+        endpointId=delivery.endpoint_id,
+        status=delivery.status,
+        createdAt=isoformat_ms(delivery.created_at),
+        finishedAt=_time(delivery.finished_at),
+        nextAttemptAt=_time(delivery.next_attempt_at) if delivery.status == PENDING else None,
+        attempts=[
+            schemas.WebhookAttempt(
+                attemptedAt=isoformat_ms(attempt.attempted_at),
+                statusCode=attempt.status_code,
+                error=attempt.error,
+                durationSeconds=round(attempt.seconds, 3),
+            )
             for attempt in item.attempts
         ],
-    }
+    )
 
 
 class WebhookPayloads:
@@ -71,7 +70,7 @@ class WebhookPayloads:
 
     def __call__(self, event: str, moment: datetime, job: JobSnapshot) -> bytes:
         settings = self.services.settings
-        base_url = settings.files_url or settings.public_url or self.own_url()
+        base_url = settings.files_origin or self.own_url()
         signer = UrlSigner(self.services.storage, base_url, settings.signed_url_seconds)
         return render_json(
             {

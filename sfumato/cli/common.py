@@ -8,12 +8,32 @@ CLI starts (`--help`, `--version`) without loading the database, the broker or t
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, NoReturn
+from datetime import datetime
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
 import typer
 
 if TYPE_CHECKING:
     from core.services import Services
+
+JsonOption = Annotated[
+    bool,
+    typer.Option("--json", help="The result as one JSON document on stdout (progress on stderr)."),
+]
+
+
+def print_json(value: Any) -> None:
+    """The command's result for a script: one JSON document on stdout, nothing else there."""
+    import json
+
+    typer.echo(json.dumps(value, indent=2, ensure_ascii=False))
+
+
+def json_time(moment: datetime | None) -> str | None:
+    """A time in a JSON result as the API writes it (UTC, milliseconds, `Z`)."""
+    from core.clock import isoformat_ms
+
+    return isoformat_ms(moment) if moment is not None else None
 
 
 def services_from_environment() -> Services:

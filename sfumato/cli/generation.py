@@ -8,10 +8,10 @@ from typing import Annotated
 
 import typer
 
+from sfumato.cli.common import JsonOption
 from sfumato.cli.remote import (
     ApiKeyOption,
     ApiUrlOption,
-    JsonOption,
     OutputOption,
     PreviewOption,
     choice,

@@ -6,14 +6,13 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from sfumato.cli.common import JsonOption, print_json
 from sfumato.cli.remote import (
     ApiKeyOption,
     ApiUrlOption,
-    JsonOption,
     choice,
     connected,
     follow,
-    print_json,
     standing,
     wire,
 )

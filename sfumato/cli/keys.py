@@ -2,13 +2,29 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from sfumato.cli.common import fail, open_services
+from sfumato.cli.common import JsonOption, fail, json_time, open_services, print_json
+
+if TYPE_CHECKING:
+    from core.tables import ApiKey
 
 keys_app = typer.Typer(help="API keys.", no_args_is_help=True)
+
+
+def key_json(key: ApiKey) -> dict[str, Any]:
+    """A key as `--json` prints it (never its secret), named as the API names things."""
+    return {
+        "id": key.id,
+        "name": key.name,
+        "prefix": key.prefix,
+        "state": key.state,
+        "createdAt": json_time(key.created_at),
+        "expiresAt": json_time(key.expires_at),
+        "lastUsedAt": json_time(key.last_used_at),
+    }
 
 
 @keys_app.command("create")
@@ -18,8 +34,10 @@ def keys_create(
     expires_in: Annotated[
         int | None, typer.Option("--expires-in", help="Days until the key expires")
     ] = None,
+    as_json: JsonOption = False,
 ) -> None:
-    """Create a key; its plaintext is the last line printed, and is never shown again."""
+    """Create a key; its plaintext is the last line printed (`key` with --json), and is never
+    shown again."""
     from core.accounts import api_keys
     from core.accounts import service as accounts
 
@@ -27,13 +45,16 @@ def keys_create(
         new = api_keys.create_key(open_services().db, email, name, expires_in)
     except accounts.AccountError as error:
         fail(str(error))
+    if as_json:
+        print_json({**key_json(new.key), "key": new.plaintext})
+        return
     expiry = new.key.expires_at.isoformat() if new.key.expires_at else "never"
     typer.echo(f"key id {new.key.id} ({new.key.name}), expires {expiry}")
     typer.echo(new.plaintext)
 
 
 @keys_app.command("list")
-def keys_list(email: str) -> None:
+def keys_list(email: str, as_json: JsonOption = False) -> None:
     """List an account's keys (never their secrets)."""
     from core.accounts import api_keys
     from core.accounts import service as accounts
@@ -42,6 +63,9 @@ def keys_list(email: str) -> None:
         keys = api_keys.list_keys(open_services().db, email)
     except accounts.AccountError as error:
         fail(str(error))
+    if as_json:
+        print_json([key_json(key) for key in keys])
+        return
     for key in keys:
         expiry = key.expires_at.isoformat() if key.expires_at else "never"
         used = key.last_used_at.isoformat() if key.last_used_at else "never"
@@ -51,7 +75,7 @@ def keys_list(email: str) -> None:
 
 
 @keys_app.command("rename")
-def keys_rename(key_id: str, name: str) -> None:
+def keys_rename(key_id: str, name: str, as_json: JsonOption = False) -> None:
     """Give a key another name."""
     from core.accounts import api_keys
     from core.accounts import service as accounts
@@ -60,10 +84,13 @@ def keys_rename(key_id: str, name: str) -> None:
         key = api_keys.rename_key(open_services().db, key_id, name)
     except accounts.AccountError as error:
         fail(str(error))
+    if as_json:
+        print_json(key_json(key))
+        return
     typer.echo(f"{key.id}  {key.name}")
 
 
-def _set_state(key_id: str, state: str) -> None:
+def _set_state(key_id: str, state: str, as_json: bool) -> None:
     from core.accounts import api_keys
     from core.accounts import service as accounts
 
@@ -72,22 +99,25 @@ def _set_state(key_id: str, state: str) -> None:
         key = api_keys.set_key_state(services.db, services.events, key_id, state)
     except accounts.AccountError as error:
         fail(str(error))
+    if as_json:
+        print_json(key_json(key))
+        return
     typer.echo(f"{key.id}  {key.state}")
 
 
 @keys_app.command("deactivate")
-def keys_deactivate(key_id: str) -> None:
+def keys_deactivate(key_id: str, as_json: JsonOption = False) -> None:
     """Refuse the key from the next request on (it can be activated again)."""
-    _set_state(key_id, "deactivated")
+    _set_state(key_id, "deactivated", as_json)
 
 
 @keys_app.command("activate")
-def keys_activate(key_id: str) -> None:
+def keys_activate(key_id: str, as_json: JsonOption = False) -> None:
     """Accept a deactivated key again."""
-    _set_state(key_id, "active")
+    _set_state(key_id, "active", as_json)
 
 
 @keys_app.command("revoke")
-def keys_revoke(key_id: str) -> None:
+def keys_revoke(key_id: str, as_json: JsonOption = False) -> None:
     """Refuse the key for good."""
-    _set_state(key_id, "revoked")
+    _set_state(key_id, "revoked", as_json)

@@ -8,8 +8,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from sfumato.cli.common import fail
-from sfumato.cli.remote import JsonOption, print_json
+from sfumato.cli.common import JsonOption, fail, print_json
 
 if TYPE_CHECKING:
     from models.install import Installed
@@ -191,7 +190,7 @@ def models_remove(
 
 
 @models_app.command("list")
-def models_list(directory: DirOption = None) -> None:
+def models_list(directory: DirOption = None, as_json: JsonOption = False) -> None:
     """What serves each operation: the registry's entries (preset or hand-written, model,
     pipeline class, dtype, size on disk, memory, folder) and the builtin pipeline for the
     others."""
@@ -199,6 +198,26 @@ def models_list(directory: DirOption = None) -> None:
 
     settings = _settings(directory)
     entries = _installed(settings)
+    if as_json:
+        rows: list[dict[str, object]] = [
+            {
+                "operation": entry.operation,
+                "preset": entry.preset,
+                "model": entry.model,
+                "pipeline": entry.pipeline,
+                "dtype": entry.dtype,
+                "sizeBytes": entry.size_bytes,
+                "memoryGb": entry.memory_gb,
+                "folder": str(entry.folder),
+            }
+            for entry in entries
+        ]
+        rows += [
+            {"operation": operation, "preset": None, "model": "builtin pipeline"}
+            for operation in builtin_operations(entries)
+        ]
+        print_json(rows)
+        return
     for entry in entries:
         origin = entry.preset or "hand-written"
         typer.echo(

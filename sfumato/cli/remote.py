@@ -16,6 +16,8 @@ from typing import TYPE_CHECKING, Annotated, Any, NoReturn, get_args
 
 import typer
 
+from sfumato.cli.common import print_json
+
 if TYPE_CHECKING:
     from rich.console import Console
 
@@ -39,10 +41,6 @@ ApiKeyOption = Annotated[
     str | None,
     typer.Option("--api-key", envvar="SFUMATO_API_KEY", help="The API key.", show_default=False),
 ]
-JsonOption = Annotated[
-    bool,
-    typer.Option("--json", help="The result as one JSON document on stdout (progress on stderr)."),
-]
 OutputOption = Annotated[
     Path,
     typer.Option(
@@ -59,13 +57,6 @@ PreviewOption = Annotated[
         "each time it changes.",
     ),
 ]
-
-
-def print_json(value: Any) -> None:
-    """The command's result for a script: one JSON document on stdout, nothing else there."""
-    import json
-
-    typer.echo(json.dumps(value, indent=2, ensure_ascii=False))
 
 
 def wire(model: Any) -> Any:

@@ -6,14 +6,13 @@ from typing import Annotated
 
 import typer
 
+from sfumato.cli.common import JsonOption, print_json
 from sfumato.cli.remote import (
     EXIT_JOB_FAILED,
     ApiKeyOption,
     ApiUrlOption,
-    JsonOption,
     connected,
     follow,
-    print_json,
     wire,
 )
 
@@ -23,15 +22,24 @@ style_app = typer.Typer(help="Brand styles on a server: extract, search.", no_ar
 @style_app.command()
 def extract(
     url: str,
+    as_new: Annotated[
+        bool,
+        typer.Option(
+            "--as-new",
+            help="Save a second style even where you have one of this site (by default that "
+            "style is updated).",
+        ),
+    ] = False,
     api_url: ApiUrlOption = None,
     api_key: ApiKeyOption = None,
     as_json: JsonOption = False,
 ) -> None:
-    """Extract a brand style from a website; prints the new style's id and name."""
+    """Extract a brand style from a website; prints the saved style's id and name (extracting
+    a site again updates its style)."""
     from sfumato_client.models import SolidColour
 
     with connected(api_url, api_key) as client:
-        job = follow(client, client.styles.extract(url), as_json=as_json)
+        job = follow(client, client.styles.extract(url, as_new=as_new or None), as_json=as_json)
         if job.result is None or job.result.style is None:
             raise typer.Exit(EXIT_JOB_FAILED)
         style = client.styles.get(job.result.style.id)

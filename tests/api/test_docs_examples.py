@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.service import REPO
+from benchmarks.testkit.processes import REPO
 
 SHELL_BLOCK = re.compile(r"```sh\n(.*?)```", re.DOTALL)
 ASSIGNED = re.compile(r"^\s*([A-Z_][A-Z0-9_]*)=", re.MULTILINE)

@@ -22,6 +22,7 @@ import pytest
 from PIL import Image
 from pydantic import ValidationError
 
+from benchmarks.testkit.processes import ChildProcess
 from benchmarks.testkit.waits import free_port, wait_until
 from core.accounts import api_keys
 from core.accounts import service as accounts
@@ -30,7 +31,7 @@ from core.images import DECODE_BUDGET
 from core.settings import Settings
 from tests.conftest import embedded_mode
 from tests.support.http_jobs import create, video_done, wait_done
-from tests.support.service import Process, Service, running_service
+from tests.support.service import Service, running_service
 from tests.support.uploads import presign, put
 
 FILES_CSP = "default-src 'none'; img-src 'self'; media-src 'self'; sandbox"
@@ -210,7 +211,7 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
     args = ["serve", "--port", str(port), "--metrics-port", str(metrics_port)]
     # At debug level: a test reads the line a client's disconnect leaves there.
     args += ["--log-level", "debug"]
-    process = Process(args, env, data_dir / "serve.log").start()
+    process = ChildProcess.sfumato(args, env, data_dir / "serve.log").start()
     try:
         wait_until(lambda: _answers(port), 180, "sfumato serve to answer")
         # The database alone: `Services` would also set this process's decode budget.
@@ -653,7 +654,9 @@ def test_concurrent_decodes_leave_a_server_process_near_its_decode_budget(
     assert len(png.getvalue()) < 500_000
     port = free_port()
     env = {**embedded_mode().env, "SFUMATO_DATA_DIR": str(tmp_path)}
-    server = Process(["serve", "--port", str(port)], env, tmp_path / "serve.log").start()
+    server = ChildProcess.sfumato(
+        ["serve", "--port", str(port)], env, tmp_path / "serve.log"
+    ).start()
     try:
         wait_until(lambda: _answers(port), 180, "sfumato serve to answer")
         db = Database(f"sqlite:///{tmp_path / 'sfumato.db'}")

@@ -15,11 +15,12 @@ import pytest
 from PIL import Image
 from typer.testing import CliRunner
 
+from benchmarks.testkit.processes import REPO
 from benchmarks.testkit.waits import wait_until
 from sfumato.cli import app
 from sfumato_client import Client
 from tests.client.conftest import mp4_facts, png_size
-from tests.support.service import REPO, Service
+from tests.support.service import Service
 
 pytestmark = pytest.mark.slow
 JOB_LINE = re.compile(r"^job ([0-9a-f-]{36}) ", re.MULTILINE)

@@ -14,10 +14,10 @@ import pytest
 import typer.main
 from typer.testing import CliRunner
 
+from benchmarks.testkit.processes import REPO
 from models.presets import BY_NAME, CPU_PRESET, OPERATIONS
 from sfumato.cli import app
 from sfumato.cli.models import models_greeting
-from tests.support.service import REPO
 
 # What Typer's own help writes and a person would copy as syntax.
 TYPER_MARKS = re.compile(r"\{\w+\}|<(str|int|float|bool|path|list\[\w+\])>")
@@ -65,7 +65,11 @@ def test_generate_help_names_its_argument_and_value_types() -> None:
     "words",
     [["generate"], ["edit"], ["reframe"], ["upscale"], ["animate"], ["transition"],
      ["jobs", "list"], ["jobs", "show"], ["jobs", "cancel"], ["style", "extract"],
-     ["style", "search"], ["models", "presets"]],
+     ["style", "search"], ["models", "presets"], ["models", "list"],
+     ["accounts", "create"], ["accounts", "list"], ["accounts", "show"], ["accounts", "credit"],
+     ["accounts", "set-plan"], ["accounts", "set-password"], ["accounts", "set-admin"],
+     ["keys", "create"], ["keys", "list"], ["keys", "rename"], ["keys", "deactivate"],
+     ["keys", "activate"], ["keys", "revoke"]],
 )  # fmt: skip
 def test_commands_with_a_result_offer_json(words: list[str]) -> None:
     result = CliRunner().invoke(app, [*words, "--help"])

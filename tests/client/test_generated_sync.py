@@ -13,7 +13,7 @@ from types import ModuleType
 
 import pytest
 
-from tests.support.service import REPO
+from benchmarks.testkit.processes import REPO
 
 GENERATOR = REPO / "clients" / "python" / "generate_sync.py"
 

@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import httpx
 
+from benchmarks.testkit.processes import REPO, ChildProcess
 from benchmarks.testkit.waits import free_port, wait_until
-from tests.support.service import REPO, Process
 
 
 def sfumato(data_dir: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
@@ -89,7 +91,7 @@ def test_demo_then_serve_answers_with_the_printed_key(tmp_path: Path) -> None:
     key = next(word for word in printed.split() if word.startswith("sfm_"))
     assert f"http://127.0.0.1:{port}/v1/images/generate" in printed, "the example names the port"
     assert sfumato(tmp_path, "demo").stdout.count(key) >= 1, "the same key on a second run"
-    server = Process(
+    server = ChildProcess.sfumato(
         ["serve", "--port", str(port)], {"SFUMATO_DATA_DIR": str(tmp_path)}, tmp_path / "log"
     ).start()
     try:
@@ -128,7 +130,7 @@ def test_key_and_plan_changes_from_the_cli_reach_a_running_embedded_server(
     made = sfumato(tmp_path, "keys", "create", "cli@example.com", "--name", "cached")
     key, key_id = made.stdout.strip().splitlines()[-1], made.stdout.split()[2]
     port = free_port()
-    server = Process(
+    server = ChildProcess.sfumato(
         ["serve", "--port", str(port)], {"SFUMATO_DATA_DIR": str(tmp_path)}, tmp_path / "log"
     ).start()
     url = f"http://127.0.0.1:{port}/v1/account"
@@ -157,3 +159,36 @@ def _get(url: str, key: str) -> httpx.Response | None:
         return httpx.get(url, headers={"x-api-key": key}, timeout=2)
     except httpx.HTTPError:
         return None
+
+
+def test_operator_commands_print_one_json_document_with_json(tmp_path: Path) -> None:
+    """`--json` on the accounts, keys and models commands (issue 38 item 9): stdout is one JSON
+    document, named as the API names things."""
+
+    def as_json(*args: str) -> Any:
+        return json.loads(sfumato(tmp_path, *args, "--json").stdout)
+
+    account = as_json("accounts", "create", "ada@example.com", "--plan", "pro", "--credits", "50")
+    assert account["email"] == "ada@example.com" and account["plan"] == "pro"
+    assert account["creditBalance"] == 50 and account["admin"] is False
+    assert [listed["id"] for listed in as_json("accounts", "list")] == [account["id"]]
+    assert (
+        as_json("accounts", "credit", "ada@example.com", "5", "--reason", "t")["creditBalance"]
+        == 55
+    )
+    assert as_json("accounts", "set-plan", "ada@example.com", "free")["plan"] == "free"
+    assert as_json("accounts", "set-admin", "ada@example.com")["admin"] is True
+    shown = as_json("accounts", "show", "ada@example.com")
+    assert shown["ledgerTotal"] == 55 and shown["consistent"] is True
+    assert [entry["amount"] for entry in shown["ledger"]] == [50, 5]
+    made = as_json("keys", "create", "ada@example.com", "--name", "ci", "--expires-in", "1")
+    assert made["key"].startswith("sfm_") and made["state"] == "active"
+    assert made["expiresAt"].endswith("Z") and made["lastUsedAt"] is None
+    listed = as_json("keys", "list", "ada@example.com")
+    assert [key["id"] for key in listed] == [made["id"]] and "key" not in listed[0]
+    assert as_json("keys", "rename", made["id"], "build")["name"] == "build"
+    assert as_json("keys", "deactivate", made["id"])["state"] == "deactivated"
+    assert as_json("keys", "activate", made["id"])["state"] == "active"
+    assert as_json("keys", "revoke", made["id"])["state"] == "revoked"
+    models = as_json("models", "list", "--dir", str(tmp_path / "models"))
+    assert {row["model"] for row in models} == {"builtin pipeline"}

@@ -14,9 +14,10 @@ import pytest
 from sqlalchemy import exc as sqlalchemy_errors
 from sqlalchemy import text
 
+from benchmarks.testkit.processes import REPO
 from core.db import Database
 from core.settings import InsecureSecret, Settings
-from tests.support.service import REPO, SFUMATO
+from tests.support.service import SFUMATO
 
 
 @pytest.mark.parametrize(

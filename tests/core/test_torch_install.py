@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.service import REPO
+from benchmarks.testkit.processes import REPO
 
 sys.path.insert(0, str(REPO / "tools"))
 import torch_install

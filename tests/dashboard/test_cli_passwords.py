@@ -8,10 +8,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+from benchmarks.testkit.processes import REPO
 from core.accounts import passwords
 from core.accounts import service as accounts
 from core.db import Database
-from tests.support.service import REPO
 
 
 def sfumato(

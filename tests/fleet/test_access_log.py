@@ -10,9 +10,9 @@ from pathlib import Path
 import httpx
 import pytest
 
+from benchmarks.testkit.processes import ChildProcess
 from benchmarks.testkit.waits import free_port, wait_until
 from tests.conftest import embedded_mode
-from tests.support.service import Process
 
 pytestmark = [pytest.mark.slow]
 KEY = "sfm_live_do-not-log-this-key-0123456789"
@@ -26,11 +26,11 @@ def _answers(url: str) -> bool:
         return False
 
 
-def serve(tmp_path: Path, *flags: str, **env: str) -> tuple[str, Process]:
+def serve(tmp_path: Path, *flags: str, **env: str) -> tuple[str, ChildProcess]:
     port = free_port()
     environment = {**embedded_mode().env, "SFUMATO_DATA_DIR": str(tmp_path), **env}
     log = tmp_path / "serve.log"
-    process = Process(["serve", "--port", str(port), *flags], environment, log).start()
+    process = ChildProcess.sfumato(["serve", "--port", str(port), *flags], environment, log).start()
     url = f"http://127.0.0.1:{port}"
     wait_until(lambda: _answers(f"{url}/readyz"), 240, "gateway ready")
     return url, process

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.service import REPO
+from benchmarks.testkit.processes import REPO
 
 BLOCKER = """
 import sys

@@ -16,6 +16,7 @@ from sqlalchemy import Connection, event, update
 from sqlalchemy.exc import OperationalError
 
 from benchmarks.testkit.outages import DiskUnavailable, SmallDisk, small_disk
+from benchmarks.testkit.processes import ChildProcess
 from benchmarks.testkit.waits import free_port, wait_until
 from core.accounts import api_keys, authentication
 from core.accounts import service as accounts
@@ -34,7 +35,7 @@ from core.tables import JobRow, Media
 from pipelines.base import Cancelled
 from tests.conftest import COMMON_ENV, embedded_mode
 from tests.support.http_jobs import create, status_of, wait_done
-from tests.support.service import Mode, Process, Service, running_service
+from tests.support.service import Mode, Service, running_service
 from tests.support.stored_rows import job_row, ledger_kinds
 from workers.claims import Leases, claim_job
 
@@ -48,8 +49,10 @@ def test_embedded_restart_after_sigkill_loses_no_job(tmp_path: Path) -> None:
     api = f"http://127.0.0.1:{port}/v1"
     services = Services.from_settings(mode.settings().model_copy(update={"data_dir": tmp_path}))
 
-    def start() -> Process:
-        process = Process(["serve", "--port", str(port)], env, tmp_path / "serve.log").start()
+    def start() -> ChildProcess:
+        process = ChildProcess.sfumato(
+            ["serve", "--port", str(port)], env, tmp_path / "serve.log"
+        ).start()
         wait_until(lambda: _answers(api), 60, "serve up")
         return process
 
@@ -436,7 +439,7 @@ def test_worker_killed_mid_job_is_redelivered_and_charged_once(service: Service,
         wait_until(lambda: status_of(client, job["id"]) == "processing", 20, "processing")
         image_worker.kill(signal.SIGKILL)
         service.workers.remove(image_worker)
-        replacement = Process(
+        replacement = ChildProcess(
             image_worker.args, image_worker.env, image_worker.log.with_suffix(".2.log")
         ).start()
         service.workers.append(replacement)

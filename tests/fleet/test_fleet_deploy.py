@@ -22,6 +22,7 @@ import kubernetes_validate
 import pytest
 import yaml
 
+from benchmarks.testkit.processes import REPO
 from core.broker import broker_queue
 from core.jobs.contract import QUEUE_OF_OPERATION, QUEUES
 from core.service_config import DEFAULTS as DEFAULT_CONFIG
@@ -33,7 +34,6 @@ from models.registry import load_registry
 from models.settings import ModelSettings
 from pipelines.registry import DIFFUSION, PipelineRegistry
 from tests.support.kustomize import render
-from tests.support.service import REPO
 
 DEPLOY = REPO / "deploy"
 KUBERNETES = DEPLOY / "kubernetes"

@@ -9,11 +9,11 @@ from pathlib import Path
 import httpx
 import pytest
 
+from benchmarks.testkit.processes import ChildProcess
 from benchmarks.testkit.waits import free_port, wait_until
 from core.styles.semantics import SentenceModelLoad
 from sfumato.processes import asset_semantics
 from tests.conftest import embedded_mode
-from tests.support.service import Process
 
 pytestmark = [pytest.mark.slow]
 
@@ -22,7 +22,9 @@ def test_a_started_gateway_is_ready_with_its_sentence_model_loaded(tmp_path: Pat
     port = free_port()
     url = f"http://127.0.0.1:{port}"
     env = {**embedded_mode().env, "SFUMATO_DATA_DIR": str(tmp_path)}
-    gateway = Process(["serve", "--port", str(port)], env, tmp_path / "serve.log").start()
+    gateway = ChildProcess.sfumato(
+        ["serve", "--port", str(port)], env, tmp_path / "serve.log"
+    ).start()
     try:
         wait_until(lambda: _answers(f"{url}/healthz"), 240, "gateway up")
         wait_until(lambda: _answers(f"{url}/readyz"), 60, "gateway ready")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from tests.support.service import REPO
+from benchmarks.testkit.processes import REPO
 
 
 def test_ci_installs_chromium_when_it_is_missing() -> None:

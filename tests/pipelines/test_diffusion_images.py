@@ -23,6 +23,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
+from benchmarks.testkit.processes import REPO
 from benchmarks.testkit.waits import wait_until
 from sfumato_client import Client
 from tests.conftest import COMMON_ENV
@@ -30,7 +31,7 @@ from tests.support import diffusion_images
 from tests.support.fleet import sample_value
 from tests.support.http_jobs import create, status_of, wait_done
 from tests.support.job_events import events_of, sse_lines, stream
-from tests.support.service import REPO, Mode, Service, running_service
+from tests.support.service import Mode, Service, running_service
 
 pytestmark = pytest.mark.slow
 

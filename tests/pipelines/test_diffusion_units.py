@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
+from benchmarks.testkit.processes import REPO
 from models.cache import ModelCache
 from models.loading import check
 from models.registry import ModelRegistry, RegistryError, load_registry
@@ -23,7 +24,6 @@ from pipelines.diffusion.generate import DiffusionGenerate
 from pipelines.diffusion.reframe import DiffusionReframe
 from tests.support.control import RecordingControl
 from tests.support.diffusion_images import tiny_registry_path
-from tests.support.service import REPO
 from workers.batching import Batcher
 
 

@@ -9,7 +9,7 @@ import subprocess
 
 import pytest
 
-from tests.support.service import REPO
+from benchmarks.testkit.processes import REPO
 
 pytestmark = pytest.mark.slow
 

@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 from huggingface_hub.utils import filter_repo_objects
 
+from benchmarks.testkit.processes import REPO
 from benchmarks.testkit.waits import wait_until
 from models.presets import BY_NAME, PRESETS
 from models.registry import load_registry
@@ -36,7 +37,6 @@ from tests.support.model_hub import (
     standin_hub,
     tiny_repositories,
 )
-from tests.support.service import REPO
 from tests.support.threads import ONE_THREAD
 
 SD_TURBO = BY_NAME["sd-turbo"]

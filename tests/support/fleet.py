@@ -17,13 +17,14 @@ from typing import Any
 import httpx
 from prometheus_client.parser import text_string_to_metric_families
 
+from benchmarks.testkit.processes import ChildProcess
 from benchmarks.testkit.waits import free_port, wait_until
 from core.accounts import api_keys, authentication
 from core.accounts import service as accounts
 from core.credits import repository as credits_repository
 from core.service_config import merge_tables
 from core.services import Services
-from tests.support.service import Mode, Process
+from tests.support.service import Mode
 
 GENEROUS = Path(__file__).with_name("generous.toml")
 
@@ -51,7 +52,7 @@ def _toml_tables(table: dict[str, Any], path: tuple[str, ...]) -> Iterator[str]:
 
 @dataclass
 class Gateway:
-    process: Process
+    process: ChildProcess
     port: int
     metrics_port: int
 
@@ -75,21 +76,23 @@ class Fleet:
     folder: Path
     services: Services
     gateways: list[Gateway] = field(default_factory=list)
-    workers: list[Process] = field(default_factory=list)
+    workers: list[ChildProcess] = field(default_factory=list)
 
     def add_gateway(self) -> Gateway:
         port, metrics_port = free_port(), free_port()
         log = self.folder / f"gateway-{port}.log"
         args = ["serve", "--no-workers", "--port", str(port), "--metrics-port", str(metrics_port)]
-        process = Process(args, self.env, log).start()
+        process = ChildProcess.sfumato(args, self.env, log).start()
         gateway = Gateway(process, port, metrics_port)
         self.gateways.append(gateway)
         return gateway
 
-    def add_worker(self, queue: str, *args: str, env: dict[str, str] | None = None) -> Process:
+    def add_worker(self, queue: str, *args: str, env: dict[str, str] | None = None) -> ChildProcess:
         index = len(self.workers)
         log = self.folder / f"worker-{queue}-{index}.log"
-        process = Process(["worker", "--queue", queue, *args], {**self.env, **(env or {})}, log)
+        process = ChildProcess.sfumato(
+            ["worker", "--queue", queue, *args], {**self.env, **(env or {})}, log
+        )
         self.workers.append(process.start())
         return process
 

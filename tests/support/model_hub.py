@@ -14,10 +14,10 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from benchmarks.testkit.processes import REPO
 from models.presets import BY_NAME
 from models.testing_hub import HostedRepo, StandInHub
 from models.testing_presets import TINY_PRESETS, build_preset_files
-from tests.support.service import REPO
 
 
 @functools.cache

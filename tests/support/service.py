@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import os
-import signal
-import subprocess
 import sys
 import threading
 from collections.abc import Iterator
@@ -16,6 +14,7 @@ from typing import Any
 import httpx
 import uvicorn
 
+from benchmarks.testkit.processes import ChildProcess
 from benchmarks.testkit.waits import free_port, wait_until
 from core.accounts import api_keys, authentication
 from core.accounts import service as accounts
@@ -27,7 +26,6 @@ from gateway.runtime import Gateway
 from sfumato.http_server import GatewayServer
 from sfumato.processes import build_gateway
 
-REPO = Path(__file__).resolve().parents[2]
 SFUMATO = [sys.executable, "-m", "sfumato"]
 
 
@@ -75,44 +73,6 @@ class ThreadedServer:
         self.thread.join(30)
 
 
-class Process:
-    """A `sfumato` command as a real child process, killable with any signal."""
-
-    def __init__(self, args: list[str], env: dict[str, str], log: Path) -> None:
-        self.args = args
-        self.env = {**os.environ, **env, "PYTHONPATH": str(REPO)}
-        self.log = log
-        self.popen: subprocess.Popen[bytes] | None = None
-
-    def start(self) -> Process:
-        handle = self.log.open("ab")
-        self.popen = subprocess.Popen(
-            [*SFUMATO, *self.args], cwd=REPO, env=self.env, stdout=handle, stderr=handle
-        )
-        return self
-
-    def wait_for_log(self, text: str, timeout: float = 60) -> None:
-        wait_until(
-            lambda: self.log.exists() and text in self.log.read_text(errors="replace"),
-            timeout,
-            f"{text!r} in {self.log}",
-        )
-
-    def kill(self, sig: int = signal.SIGKILL) -> None:
-        if self.popen is not None and self.popen.poll() is None:
-            self.popen.send_signal(sig)
-            self.popen.wait(30)
-
-    def stop(self) -> None:
-        if self.popen is not None and self.popen.poll() is None:
-            self.popen.terminate()
-            try:
-                self.popen.wait(20)
-            except subprocess.TimeoutExpired:
-                self.popen.kill()
-                self.popen.wait()
-
-
 @dataclass
 class Service:
     """One running deployment for tests: its base URL, its database, its processes."""
@@ -123,7 +83,7 @@ class Service:
     url: str
     # The gateway's monitoring port (`sfumato serve --metrics-port`): /metrics, /healthz, /readyz.
     metrics_url: str
-    workers: list[Process] = field(default_factory=list)
+    workers: list[ChildProcess] = field(default_factory=list)
 
     @property
     def api(self) -> str:
@@ -166,7 +126,9 @@ def running_service(mode: Mode, data_dir: Path) -> Iterator[Service]:
     if mode.separate_workers:
         for queue in ("image", "video", "style"):
             workers.append(
-                Process(["worker", "--queue", queue], env, data_dir / f"worker-{queue}.log").start()
+                ChildProcess.sfumato(
+                    ["worker", "--queue", queue], env, data_dir / f"worker-{queue}.log"
+                ).start()
             )
     server.start()
     probes.start()

@@ -14,6 +14,10 @@ from core.tables import Style
 from tests.support.service import Service
 
 FETCHING = pytest.mark.parametrize("service", ["s3"], indirect=True)
+# Extraction saved on SQLite (embedded) and on PostgreSQL by worker processes.
+FETCHING_BOTH_MODES = pytest.mark.parametrize(
+    "service", ["s3", "distributed-fetching"], indirect=True
+)
 BOTH_MODES = pytest.mark.parametrize("service", ["embedded", "distributed"], indirect=True)
 
 

@@ -328,6 +328,7 @@ class FramesRequest(RequestBody):
 
 class ExtractRequest(RequestBody):
     url: str
+    as_new: bool | None = None
     webhook: Webhook | None = None
 
 

@@ -21,10 +21,15 @@ from sfumato_client.models import (
 
 
 class AsyncStyles(AsyncCreates):
-    async def extract(self, url: str, *, webhook: Webhook | None = None) -> AsyncJob:
+    async def extract(
+        self, url: str, *, as_new: bool | None = None, webhook: Webhook | None = None
+    ) -> AsyncJob:
         """Starts a style extraction from a website; the completed job's `result.style.id` is
-        the new style."""
-        return await self._create("/styles/extract", ExtractRequest(url=url, webhook=webhook))
+        the saved style: the account's style of the same site, updated, or a new one (the
+        first of the site, or with `as_new`)."""
+        return await self._create(
+            "/styles/extract", ExtractRequest(url=url, as_new=as_new, webhook=webhook)
+        )
 
     async def get_extraction(self, job_id: str, *, wait: bool = False) -> AsyncJob:
         return await self._read(f"/styles/extractions/{job_id}", wait)
