@@ -10,7 +10,7 @@ BIN := $(VENV)/bin
 HOST ?= 127.0.0.1
 PORT ?= 8000
 TEST_WORKERS ?= auto
-PYTEST := $(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadgroup
+PYTEST := $(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadgroup --durations=20
 
 .PHONY: run test test-fast fuzz lint format bench install dev clean system-deps gallery client-sync \
 	images stack-test

@@ -45,11 +45,9 @@ def test_extracting_a_site_again_updates_its_style_unless_asked_for_a_new_one(
         for url in first_brand.values():
             assert httpx.get(url).status_code == 404, "the earlier brand images are deleted"
 
-        separate = client.post(
-            "/styles/extract", json={"url": f"{base_url}/northwind/", "asNew": True}
-        )
-        assert separate.status_code == 202, separate.text
-        second_id = extracted_style_of(client, separate.json()["data"]["id"])
+        separate = extract(client, f"{base_url}/northwind/", asNew=True)
+        assert separate["status"] == "completed", separate
+        second_id = str(separate["result"]["style"]["id"])
         assert second_id != style_id
         listed = [style["id"] for style in client.get("/styles").json()["data"]]
         assert listed == [second_id, style_id]
@@ -59,12 +57,6 @@ def test_extracting_a_site_again_updates_its_style_unless_asked_for_a_new_one(
         # Another site is another style.
         assert extracted_style(client, f"{base_url}/aurora/") not in listed
     assert service.balance(key) == 1000 - 5 * 5
-
-
-def extracted_style_of(client: httpx.Client, job_id: str) -> str:
-    job = client.get(f"/styles/extractions/{job_id}", params={"wait": "true"}).json()["data"]
-    assert job["status"] == "completed", job
-    return str(job["result"]["style"]["id"])
 
 
 @pytest.mark.parametrize("as_new", ["yes", 1, None])

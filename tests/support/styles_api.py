@@ -38,8 +38,8 @@ def saved_style(service: Service, key: str, colours: list[dict[str, Any]] | None
     return style.id
 
 
-def extract(client: httpx.Client, url: str) -> dict:
-    response = client.post("/styles/extract", json={"url": url})
+def extract(client: httpx.Client, url: str, **fields: object) -> dict:
+    response = client.post("/styles/extract", json={"url": url, **fields})
     assert response.status_code == 202, response.text
     created = response.json()["data"]
     assert created["type"] == "style.extract"
