@@ -62,6 +62,75 @@ class Installed:
     memory_gb: float
 
 
+@dataclass(frozen=True)
+class Pulled:
+    """What a pull of a preset downloaded and registered (nothing for a builtin one)."""
+
+    preset: Preset
+    files: int
+    size_bytes: int
+    folder: Path | None  # None: builtin, nothing downloaded
+    registry: Path | None  # None: nothing registered
+
+    @property
+    def line(self) -> str:
+        preset = self.preset
+        if self.folder is None:
+            return (
+                f"{preset.name}: builtin, nothing to download; it serves {preset.operation} "
+                f"whenever the registry has no {preset.operation} entry"
+            )
+        return (
+            f"{preset.name}: {self.files} files, {gb(self.size_bytes)} in {self.folder}; "
+            f"{preset.operation} now runs {preset.repo} (registry {self.registry})"
+        )
+
+
+@dataclass(frozen=True)
+class PulledLora:
+    """What a pull of a LoRA adapter downloaded and registered."""
+
+    name: str
+    repo: str
+    revision: str
+    base: str  # the installed model (id) it fits
+    files: int  # its .safetensors files
+    size_bytes: int
+    folder: Path
+    registry: Path
+
+    @property
+    def line(self) -> str:
+        return (
+            f"{self.name}: LoRA for {self.base} from {self.repo}, in {self.folder} "
+            f"(registry {self.registry})"
+        )
+
+
+@dataclass(frozen=True)
+class Removed:
+    """What a removal dropped: the preset's entry, and its folder unless another entry uses
+    it."""
+
+    preset: Preset
+    entry_removed: bool  # False: the registry's entry was not the preset's
+    folder: Path
+    kept_for: tuple[str, ...]  # the operations whose entries use the folder, so it stays
+    served_by: str | None  # the model now serving the operation; None: its builtin pipeline
+
+    @property
+    def line(self) -> str:
+        if self.kept_for:
+            return (
+                f"{self.preset.name}: entry removed; {self.folder} kept (the registry's "
+                f"{', '.join(self.kept_for)} entry uses it)"
+            )
+        now = self.served_by or "the builtin pipeline"
+        return (
+            f"{self.preset.name}: removed ({self.folder}); {self.preset.operation} runs {now} now"
+        )
+
+
 def gb(size: float) -> str:
     """A size for people: GB, or MB below one."""
     return f"{size / 1e9:.1f} GB" if size >= 1e9 else f"{size / 1e6:.1f} MB"
@@ -147,14 +216,11 @@ def register(path: Path, preset: Preset, replace: bool = False, folder: Path | N
 # --- pull -----------------------------------------------------------------------------------
 
 
-def pull(name: str, settings: ModelSettings, replace: bool = False) -> str:
-    """Download and register one preset; the line to print. Raises `PullError`."""
+def pull(name: str, settings: ModelSettings, replace: bool = False) -> Pulled:
+    """Download and register one preset. Raises `PullError`."""
     preset = _preset(name)
     if preset.builtin:
-        return (
-            f"{preset.name}: builtin, nothing to download; it serves {preset.operation} whenever "
-            f"the registry has no {preset.operation} entry"
-        )
+        return Pulled(preset, files=0, size_bytes=0, folder=None, registry=None)
     assert preset.repo is not None
     registry = settings.registry_file
     if not replace and (conflict := _hand_written_conflict(_read_document(registry), preset)):
@@ -172,18 +238,15 @@ def pull(name: str, settings: ModelSettings, replace: bool = False) -> str:
             "run the pull again to resume it"
         )
     register(registry, preset, replace, folder=target)
-    return (
-        f"{preset.name}: {len(files)} files, {gb(folder_size(target))} in {target}; "
-        f"{preset.operation} now runs {preset.repo} (registry {registry})"
-    )
+    return Pulled(preset, len(files), folder_size(target), target, registry)
 
 
 def pull_lora(
     repo: str, base: str, settings: ModelSettings, name: str | None = None, revision: str = "main"
-) -> str:
+) -> PulledLora:
     """Download a LoRA adapter (the `.safetensors` of a Hub repository) for the installed
     model `base` (a registry entry's id) and register it as `[loras.<name>]` (default name: the
-    repository's); the line to print. Raises `PullError`."""
+    repository's). Raises `PullError`."""
     registry = settings.registry_file
     ids = {spec.id for spec in load_registry(registry).specs()} if registry.exists() else set()
     if base not in ids:
@@ -221,7 +284,9 @@ def pull_lora(
     loras: Any = document["loras"]
     loras[adapter_name] = table
     _write_document(registry, document)
-    return f"{adapter_name}: LoRA for {base} from {repo}, in {target} (registry {registry})"
+    return PulledLora(
+        adapter_name, repo, revision, base, len(weights), folder_size(target), target, registry
+    )
 
 
 def _preset(name: str) -> Preset:
@@ -388,7 +453,7 @@ def builtin_operations(entries: Iterable[Installed]) -> list[str]:
     return [operation for operation in OPERATIONS if operation not in named]
 
 
-def remove(name: str, settings: ModelSettings) -> str:
+def remove(name: str, settings: ModelSettings) -> Removed:
     """Drop the preset's registry entry and its folder (kept if a hand-written entry uses it)."""
     preset = _preset(name)
     if preset.builtin:
@@ -400,20 +465,17 @@ def remove(name: str, settings: ModelSettings) -> str:
     target = settings.directory / preset.folder
     if (entry is None or entry.get("preset") != preset.name) and not target.exists():
         raise PullError(f"{preset.name} is not installed in {settings.directory}")
-    if entry is not None and entry.get("preset") == preset.name:
+    entry_removed = entry is not None and entry.get("preset") == preset.name
+    if entry_removed:
         del document["operations"][preset.operation]
         _write_document(path, document)
-    users = [
+    users = tuple(
         operation
         for operation, other in _entries(document).items()
         if (path.parent / str(other.get("folder", ""))).resolve() == target.resolve()
-    ]
-    if users:
-        return (
-            f"{preset.name}: entry removed; {target} kept (the registry's "
-            f"{', '.join(users)} entry uses it)"
-        )
-    shutil.rmtree(target, ignore_errors=True)
+    )
+    if not users:
+        shutil.rmtree(target, ignore_errors=True)
     serving = _entries(document).get(preset.operation)
-    now = "the builtin pipeline" if serving is None else str(serving.get("model", "its entry"))
-    return f"{preset.name}: removed ({target}); {preset.operation} runs {now} now"
+    served_by = None if serving is None else str(serving.get("model", "its entry"))
+    return Removed(preset, entry_removed, target, users, served_by)

@@ -4,14 +4,14 @@ whether this machine can load (and run) it. The logic lives in `models/`."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from sfumato.cli.common import JsonOption, fail, print_json
 
 if TYPE_CHECKING:
-    from models.install import Installed
+    from models.install import Installed, Pulled, PulledLora, Removed
     from models.registry import ModelRegistry
     from models.settings import ModelSettings
 
@@ -143,10 +143,11 @@ def models_pull(
         str | None,
         typer.Option(help="With --lora: the installed model (id) the adapters fit."),
     ] = None,
+    as_json: JsonOption = False,
 ) -> None:
     """Download presets into the models directory and register them (resumable: run it again
     after an interruption); with --lora, LoRA adapters for an installed model. HF_TOKEN for
-    gated models; HF_ENDPOINT for a mirror."""
+    gated models; HF_ENDPOINT for a mirror. The download's progress is on stderr."""
     from huggingface_hub.utils import logging as hub_logging
 
     from models.install import PullError, pull, pull_lora
@@ -158,35 +159,96 @@ def models_pull(
     if lora and base is None:
         fail("--lora needs --base: the installed model the adapters fit")
     settings = _settings(directory)
+    results: list[dict[str, Any]] = []
     failed = False
     for name in presets:
         try:
             if lora:
                 assert base is not None
-                typer.echo(pull_lora(name, base, settings))
+                adapter = pull_lora(name, base, settings)
+                line, result = adapter.line, _lora_json(adapter)
             else:
-                typer.echo(pull(name, settings, replace=replace))
+                pulled = pull(name, settings, replace=replace)
+                line, result = pulled.line, _pulled_json(pulled)
         except PullError as error:
             typer.echo(f"error: {error}", err=True)
+            results.append({"model" if lora else "preset": name, "error": str(error)})
             failed = True
+            continue
+        results.append(result)
+        if not as_json:
+            typer.echo(line)
+    if as_json:
+        print_json(results)
     if failed:
         raise typer.Exit(code=1)
+
+
+def _pulled_json(pulled: Pulled) -> dict[str, Any]:
+    """A preset's pull as `--json` prints it; a builtin one downloads and registers nothing."""
+    preset = pulled.preset
+    return {
+        "preset": preset.name,
+        "operation": preset.operation,
+        "model": preset.repo or "builtin",
+        "revision": preset.revision or None,
+        "files": pulled.files,
+        "sizeBytes": pulled.size_bytes,
+        "folder": str(pulled.folder) if pulled.folder else None,
+        "registry": str(pulled.registry) if pulled.registry else None,
+    }
+
+
+def _lora_json(adapter: PulledLora) -> dict[str, Any]:
+    return {
+        "lora": adapter.name,
+        "model": adapter.repo,
+        "revision": adapter.revision,
+        "base": adapter.base,
+        "files": adapter.files,
+        "sizeBytes": adapter.size_bytes,
+        "folder": str(adapter.folder),
+        "registry": str(adapter.registry),
+    }
 
 
 @models_app.command("remove")
 def models_remove(
     presets: Annotated[list[str], typer.Argument(help="Installed preset names.")],
     directory: DirOption = None,
+    as_json: JsonOption = False,
 ) -> None:
-    """Remove presets: their registry entries and their files."""
+    """Remove presets: their registry entries and their files; stops at the first that cannot
+    be removed (with --json, the document ends with its error)."""
     from models.install import PullError, remove
 
     settings = _settings(directory)
+    results: list[dict[str, Any]] = []
     for name in presets:
         try:
-            typer.echo(remove(name, settings))
+            removed = remove(name, settings)
         except PullError as error:
+            if as_json:
+                print_json([*results, {"preset": name, "error": str(error)}])
             fail(str(error))
+        if as_json:
+            results.append(_removed_json(removed))
+        else:
+            typer.echo(removed.line)
+    if as_json:
+        print_json(results)
+
+
+def _removed_json(removed: Removed) -> dict[str, Any]:
+    return {
+        "preset": removed.preset.name,
+        "operation": removed.preset.operation,
+        "entryRemoved": removed.entry_removed,
+        "folder": str(removed.folder),
+        "folderRemoved": not removed.kept_for,
+        "folderKeptFor": list(removed.kept_for),
+        "servedBy": removed.served_by or "builtin pipeline",
+    }
 
 
 @models_app.command("list")
@@ -240,50 +302,85 @@ def models_check(
     ] = False,
     device: Annotated[str | None, typer.Option(help="cpu, cuda, cuda:1 (default: auto).")] = None,
     directory: DirOption = None,
+    as_json: JsonOption = False,
 ) -> None:
-    """Check folders, pipeline classes and memory against the device; exit 1 on any problem."""
+    """Check folders, pipeline classes and memory against the device; exit 1 on any problem.
+    With --json, the lines it prints as it goes are on stderr and the document comes at the
+    end."""
     from models.cache import ModelCache
     from models.device import device_memory_gb, resolve_device
     from models.loading import ModelUnavailable, check
 
+    def say(line: str) -> None:
+        typer.echo(line, err=as_json)
+
     settings = _settings(directory)
     registry = _registry(settings)
     resolved = resolve_device(device or settings.model_device)
-    problems: list[str] = []
+    specs = registry.specs()
+    # Each entry's result for --json, by operation: its problems, and whether it loaded or
+    # what its smoke call made (None: not tried).
+    results: dict[str, dict[str, Any]] = {}
     weights: dict[tuple[str, str, str], float] = {}
-    for spec in registry.specs():
+    for spec in specs:
         found = check(spec, resolved)
-        problems.extend(found)
+        results[spec.operation] = {
+            "operation": spec.operation,
+            "model": spec.id,
+            "folder": str(spec.folder),
+            "problems": found,
+            "loaded": None,
+            "smoke": None,
+        }
         weights[spec.weights_key] = max(weights.get(spec.weights_key, 0.0), spec.memory_gb)
-        typer.echo(f"{spec.operation:<10} {'ok' if not found else 'PROBLEM'}  {spec.folder}")
+        say(f"{spec.operation:<10} {'ok' if not found else 'PROBLEM'}  {spec.folder}")
     total = device_memory_gb(resolved)
     needed = sum(weights.values())
     capacity = "host memory" if total is None else f"{total:.1f} GB"
-    typer.echo(
+    say(
         f"device {resolved}: {capacity}; "
         f"all models together need about {needed:g} GB ({len(weights)} sets of weights)"
     )
-    if total is not None and needed > total:
-        typer.echo("  not all fit at once: the cache will evict least-recently-used models")
-    if (load or smoke) and not problems:
+    all_fit = total is None or needed <= total
+    if not all_fit:
+        say("  not all fit at once: the cache will evict least-recently-used models")
+    if (load or smoke) and not any(result["problems"] for result in results.values()):
         cache = ModelCache(device=resolved, budget_gb=float("inf"))
         if smoke:
             from pipelines.smoke import smoke_test
 
-            for spec in registry.specs():
+            for spec in specs:
+                result = results[spec.operation]
                 try:
-                    typer.echo(f"{spec.operation:<10} {smoke_test(spec, cache)}")
+                    result["smoke"] = smoke_test(spec, cache)
+                    say(f"{spec.operation:<10} {result['smoke']}")
                 except Exception as error:  # whatever the model raised: reported, exit 1
-                    problems.append(f"{spec.operation}: the smoke call failed: {error}")
+                    result["problems"].append(f"{spec.operation}: the smoke call failed: {error}")
         else:
-            for spec in registry.specs():
+            for spec in specs:
+                result = results[spec.operation]
                 try:
                     cache.ensure(spec)
-                    typer.echo(f"{spec.operation:<10} loaded")
+                    result["loaded"] = True
+                    say(f"{spec.operation:<10} loaded")
                 except ModelUnavailable as error:
-                    problems.append(str(error))
+                    result["loaded"] = False
+                    result["problems"].append(str(error))
+    problems = [problem for result in results.values() for problem in result["problems"]]
     for problem in problems:
         typer.echo(f"error: {problem}", err=True)
+    if as_json:
+        print_json(
+            {
+                "ok": not problems,
+                "device": resolved,
+                "memoryGb": total,
+                "neededGb": needed,
+                "weightSets": len(weights),
+                "allFit": all_fit,
+                "models": list(results.values()),
+            }
+        )
     if problems:
         raise typer.Exit(code=1)
 

@@ -8,9 +8,11 @@ from typing import Annotated
 import typer
 
 from sfumato.cli.common import (
+    JsonOption,
     configure_logging,
     fail,
     open_services,
+    print_json,
     services_from_environment,
 )
 from sfumato.cli.models import models_greeting
@@ -21,9 +23,15 @@ DEMO_KEY_FILE = "demo-api-key"
 DEMO_PASSWORD_FILE = "demo-dashboard-password"
 
 
-def migrate() -> None:
+def migrate(as_json: JsonOption = False) -> None:
     """Apply the database migrations (serve and worker do this at start too)."""
-    open_services()
+    services = services_from_environment()
+    before = services.db.revision()
+    services.prepare()
+    if as_json:
+        after = services.db.revision()
+        print_json({"revision": after, "previousRevision": before, "migrated": after != before})
+        return
     typer.echo("database is up to date")
 
 
@@ -94,8 +102,10 @@ def demo(
     base_url: Annotated[
         str, typer.Option(help="where the service will answer, for the printed example")
     ] = "http://127.0.0.1:8000",
+    as_json: JsonOption = False,
 ) -> None:
-    """Make sure a demo account and key exist and print the key (used by `make run`)."""
+    """Make sure a demo account, key and dashboard password exist and print them (used by
+    `make run`)."""
     from core.accounts import api_keys, authentication, passwords
     from core.accounts import service as accounts
 
@@ -110,7 +120,6 @@ def demo(
         key = api_keys.create_key(services.db, DEMO_EMAIL, "demo", None).plaintext
         key_file.write_text(key + "\n")
         key_file.chmod(0o600)
-    typer.echo(f"Demo API key ({DEMO_EMAIL}, kept in {key_file}):\n\n  {key}\n")
     password_file = key_file.with_name(DEMO_PASSWORD_FILE)
     password = password_file.read_text().strip() if password_file.exists() else ""
     if not password or passwords.check_password(services.db, DEMO_EMAIL, password) is None:
@@ -118,14 +127,30 @@ def demo(
         passwords.set_password(services.db, DEMO_EMAIL, password)
         password_file.write_text(password + "\n")
         password_file.chmod(0o600)
+    base_url = base_url.rstrip("/")
+    if as_json:
+        print_json(
+            {
+                "email": DEMO_EMAIL,
+                "key": key,
+                "keyFile": str(key_file),
+                "password": password,
+                "passwordFile": str(password_file),
+                "baseUrl": base_url,
+                "apiUrl": f"{base_url}/v1",
+                "dashboardUrl": f"{base_url}/dashboard",
+            }
+        )
+        return
+    typer.echo(f"Demo API key ({DEMO_EMAIL}, kept in {key_file}):\n\n  {key}\n")
     typer.echo(
-        f"Dashboard: {base_url.rstrip('/')}/dashboard\n"
+        f"Dashboard: {base_url}/dashboard\n"
         f"  email {DEMO_EMAIL}, password {password} (kept in {password_file})\n"
     )
     typer.echo(models_greeting(services.settings.data_dir) + "\n")
     typer.echo("Try:\n")
     typer.echo(
-        f"  curl -s -X POST {base_url.rstrip('/')}/v1/images/generate \\\n"
+        f"  curl -s -X POST {base_url}/v1/images/generate \\\n"
         f"    -H 'x-api-key: {key}' -H 'content-type: application/json' \\\n"
         '    -d \'{"prompt": "a calm blue sea at dawn"}\'\n'
     )

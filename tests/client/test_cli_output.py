@@ -61,19 +61,15 @@ def test_generate_help_names_its_argument_and_value_types() -> None:
     assert re.search(r"--json\s+The result as one JSON document", result.stdout)
 
 
-@pytest.mark.parametrize(
-    "words",
-    [["generate"], ["edit"], ["reframe"], ["upscale"], ["animate"], ["transition"],
-     ["jobs", "list"], ["jobs", "show"], ["jobs", "cancel"], ["style", "extract"],
-     ["style", "search"], ["models", "presets"], ["models", "list"],
-     ["accounts", "create"], ["accounts", "list"], ["accounts", "show"], ["accounts", "credit"],
-     ["accounts", "set-plan"], ["accounts", "set-password"], ["accounts", "set-admin"],
-     ["keys", "create"], ["keys", "list"], ["keys", "rename"], ["keys", "deactivate"],
-     ["keys", "activate"], ["keys", "revoke"]],
-)  # fmt: skip
-def test_commands_with_a_result_offer_json(words: list[str]) -> None:
+# The commands that run until stopped and print no result: every other one takes --json.
+LONG_RUNNING = [["serve"], ["worker"]]
+
+
+@pytest.mark.parametrize("words", every_command_path(), ids=" ".join)
+def test_every_command_with_a_result_offers_json(words: list[str]) -> None:
     result = CliRunner().invoke(app, [*words, "--help"])
-    assert "--json" in result.output
+    assert result.exit_code == 0, result.output
+    assert ("--json" in result.output) == (words not in LONG_RUNNING), words
 
 
 def test_presets_have_a_header_and_mark_what_serves_each_operation(tmp_path: Path) -> None:

@@ -162,12 +162,17 @@ def _get(url: str, key: str) -> httpx.Response | None:
 
 
 def test_operator_commands_print_one_json_document_with_json(tmp_path: Path) -> None:
-    """`--json` on the accounts, keys and models commands (issue 38 item 9): stdout is one JSON
-    document, named as the API names things."""
+    """`--json` on migrate, the accounts, keys and models commands and demo (issue 38 item 9):
+    stdout is one JSON document, named as the API names things."""
 
     def as_json(*args: str) -> Any:
         return json.loads(sfumato(tmp_path, *args, "--json").stdout)
 
+    migrated = as_json("migrate")
+    assert migrated["revision"] and migrated["previousRevision"] is None
+    assert migrated["migrated"] is True
+    again = {**migrated, "previousRevision": migrated["revision"], "migrated": False}
+    assert as_json("migrate") == again
     account = as_json("accounts", "create", "ada@example.com", "--plan", "pro", "--credits", "50")
     assert account["email"] == "ada@example.com" and account["plan"] == "pro"
     assert account["creditBalance"] == 50 and account["admin"] is False
@@ -192,3 +197,12 @@ def test_operator_commands_print_one_json_document_with_json(tmp_path: Path) -> 
     assert as_json("keys", "revoke", made["id"])["state"] == "revoked"
     models = as_json("models", "list", "--dir", str(tmp_path / "models"))
     assert {row["model"] for row in models} == {"builtin pipeline"}
+    demo = as_json("demo", "--base-url", "http://example.test:9000/")
+    assert demo["email"] == "demo@sfumato.local" and demo["key"].startswith("sfm_")
+    assert demo["baseUrl"] == "http://example.test:9000"
+    assert demo["apiUrl"] == "http://example.test:9000/v1"
+    assert demo["dashboardUrl"] == "http://example.test:9000/dashboard"
+    assert Path(demo["keyFile"]).read_text().strip() == demo["key"]
+    assert Path(demo["passwordFile"]).read_text().strip() == demo["password"]
+    printed = sfumato(tmp_path, "demo").stdout
+    assert demo["key"] in printed and demo["password"] in printed, "the same sign-in as text"

@@ -6,6 +6,7 @@ leaves no entry behind, a retry resuming."""
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import re
@@ -168,6 +169,81 @@ def test_pull_fetches_only_the_presets_files_and_registers_them(tmp_path: Path) 
         "transition",
         "upscale",
     ]
+
+
+@pytest.mark.slow
+def test_pull_check_and_remove_print_one_json_document_with_json(tmp_path: Path) -> None:
+    """`--json` (issue 38 item 9): stdout is one document, named as the API names things; the
+    download's progress, check's lines and every error stay on stderr, the exit codes as
+    without it."""
+    target = tmp_path / "models" / "sd-turbo"
+    with standin_hub("sd-turbo") as hub:
+        env = models_env(hub, tmp_path)
+        pulled = sfumato_models(env, "pull", "sd-turbo", "realesrgan", "no-such", "--json")
+    assert pulled.returncode == 1, "one preset failed"
+    turbo, builtin, unknown = json.loads(pulled.stdout)
+    assert turbo == {
+        "preset": "sd-turbo",
+        "operation": "generate",
+        "model": SD_TURBO.repo,
+        "revision": SD_TURBO.revision,
+        "files": len(selected("sd-turbo")),
+        "sizeBytes": turbo["sizeBytes"],
+        "folder": str(target),
+        "registry": str(registry_of(tmp_path)),
+    }
+    assert turbo["sizeBytes"] >= sum(
+        len(tiny_repositories()["sd-turbo"][p]) for p in selected("sd-turbo")
+    )
+    assert builtin["model"] == "builtin" and builtin["folder"] is None and builtin["files"] == 0
+    assert unknown["preset"] == "no-such"
+    assert error_lines(pulled) == [f"error: {unknown['error']}"]
+
+    checked = sfumato_models(env, "check", "--device", "cpu", "--json")
+    assert checked.returncode == 0, checked.stderr
+    report = json.loads(checked.stdout)
+    assert (report["ok"], report["device"], report["memoryGb"], report["allFit"]) == (
+        True, "cpu", None, True
+    )  # fmt: skip
+    assert report["models"] == [
+        {
+            "operation": "generate",
+            "model": "sd-turbo",
+            "folder": str(target),
+            "problems": [],
+            "loaded": None,
+            "smoke": None,
+        }
+    ]
+    progress = checked.stderr.splitlines()
+    assert any(line.startswith("generate   ok  ") for line in progress), checked.stderr
+    target.rename(tmp_path / "away")
+    broken = sfumato_models(env, "check", "--device", "cpu", "--json")
+    (tmp_path / "away").rename(target)
+    assert broken.returncode == 1
+    report = json.loads(broken.stdout)
+    assert report["ok"] is False
+    (problem,) = report["models"][0]["problems"]
+    assert problem.startswith("generate: the folder ") and f"error: {problem}" in broken.stderr
+
+    removed = sfumato_models(env, "remove", "sd-turbo", "sd-turbo", "--json")
+    assert removed.returncode == 1, "the second is not installed any more"
+    done, refused = json.loads(removed.stdout)
+    assert done == {
+        "preset": "sd-turbo",
+        "operation": "generate",
+        "entryRemoved": True,
+        "folder": str(target),
+        "folderRemoved": True,
+        "folderKeptFor": [],
+        "servedBy": "builtin pipeline",
+    }
+    assert not target.exists()
+    assert refused == {
+        "preset": "sd-turbo",
+        "error": f"sd-turbo is not installed in {tmp_path / 'models'}",
+    }
+    assert error_lines(removed) == [f"error: {refused['error']}"]
 
 
 def test_a_gated_model_without_a_token_is_one_line_and_registers_nothing(tmp_path: Path) -> None:
