@@ -14,6 +14,7 @@ import httpx
 import pytest
 from sqlalchemy import Connection, event, update
 from sqlalchemy.exc import OperationalError
+from sqlalchemy.orm import Session
 
 from benchmarks.testkit.outages import DiskUnavailable, SmallDisk, small_disk
 from benchmarks.testkit.processes import ChildProcess
@@ -214,8 +215,13 @@ def test_a_completion_writes_the_job_its_media_and_the_settle_entry_together(
         )
     ]
     records = records if with_records else []
-    assert not jobs_service.complete(db, stranger, result, [image], "not mine", records)
-    assert jobs_service.complete(db, claim, result, [image], "a note", records)
+
+    def save(session: Session) -> None:
+        session.add_all(records)
+
+    saving = save if with_records else None
+    assert not jobs_service.complete(db, stranger, result, [image], "not mine", saving)
+    assert jobs_service.complete(db, claim, result, [image], "a note", saving)
     row = job_row(service.services, job.id)
     assert (row.status, row.result, row.progress, row.message, row.lease_expires_at) == (
         "completed",
