@@ -225,7 +225,8 @@ def test_upload_a_png_and_use_it_as_a_reference(
     page.get_by_label("Prompt").first.fill("[echo-reference] the upload, echoed")
     page.locator("#generate").get_by_label(re.compile("Upload red.png")).check()
     page.get_by_role("button", name="Generate", exact=True).click()
-    image = page.get_by_role("img", name=re.compile("echoed"))
+    # The finished image, not the live preview, whose name also holds the prompt.
+    image = page.get_by_role("img", name=re.compile(r"^(?!Live preview).*echoed"))
     expect(image).to_be_visible(timeout=60_000)
     job_id = page.url.rsplit("/", 1)[1]
     with dash.services.db.read() as session:
